@@ -1,0 +1,121 @@
+"""Row images of WRITE/UPDATE/DELETE/PARTIAL_UPDATE rows events, decoded with a table map."""
+
+from __future__ import annotations
+
+import struct
+
+from .coltypes import ABSENT
+from .errors import TruncatedEventError
+
+
+def present_columns(bitmap: bytes, ncols: int) -> tuple[int, ...]:
+    return tuple(i for i in range(ncols) if bitmap[i >> 3] & (1 << (i & 7)))
+
+
+def _plan(tmap, present: tuple[int, ...]):
+    """(column index, decoder) for the columns of one image, cached on the table map."""
+    decoders = tmap.decoders
+    return [(i, decoders[i]) for i in present]
+
+
+class ImageReader:
+    """Decodes the row images of one rows event (one column-presence bitmap per image)."""
+
+    __slots__ = ("ncols", "plan", "null_bytes", "full", "json_cols", "tmap")
+
+    def __init__(self, tmap, present: tuple[int, ...]):
+        self.tmap = tmap
+        self.ncols = len(tmap.columns)
+        self.plan = _plan(tmap, present)
+        self.null_bytes = (len(present) + 7) >> 3
+        self.full = len(present) == self.ncols
+
+    def read(self, buf, pos: int):
+        """One image at *pos*: (tuple of values, position after it)."""
+        nb = self.null_bytes
+        nulls = buf[pos:pos + nb]
+        if len(nulls) != nb:
+            raise TruncatedEventError("row image null bitmap runs past the end of the event")
+        pos += nb
+        try:
+            if self.full and not any(nulls):
+                values = []
+                append = values.append
+                for _i, dec in self.plan:
+                    v, pos = dec(buf, pos)
+                    append(v)
+                return tuple(values), pos
+            values = [ABSENT] * self.ncols
+            for k, (i, dec) in enumerate(self.plan):
+                if nulls[k >> 3] & (1 << (k & 7)):
+                    values[i] = None
+                else:
+                    values[i], pos = dec(buf, pos)
+            return tuple(values), pos
+        except (IndexError, ValueError, struct.error) as e:
+            raise TruncatedEventError(f"row image of {self.tmap.qualified_name} is malformed: {e}") from None
+
+    def read_partial_after(self, buf, pos: int, before: tuple):
+        """A PARTIAL_UPDATE_ROWS after-image: value_options, partial bits, then the image.
+
+        JSON columns flagged partial carry a list of diffs applied to the before-image value.
+        """
+        from .jsonb import apply_json_diffs, read_json_diffs
+        from .wire import read_lenenc
+
+        options, pos = read_lenenc(buf, pos)
+        partial = set()
+        if options & 1:
+            jcols = self.tmap.json_columns
+            nbytes = (len(jcols) + 7) >> 3
+            bits = buf[pos:pos + nbytes]
+            pos += nbytes
+            partial = {c for k, c in enumerate(jcols) if bits[k >> 3] & (1 << (k & 7))}
+        if not partial:
+            return self.read(buf, pos)
+        nb = self.null_bytes
+        nulls = buf[pos:pos + nb]
+        pos += nb
+        values = [ABSENT] * self.ncols
+        for k, (i, dec) in enumerate(self.plan):
+            if nulls[k >> 3] & (1 << (k & 7)):
+                values[i] = None
+            elif i in partial:
+                lb = self.tmap.columns[i].meta
+                n = int.from_bytes(buf[pos:pos + lb], "little")
+                start = pos + lb
+                pos = start + n
+                if pos > len(buf):
+                    raise TruncatedEventError("JSON diff runs past the end of the event")
+                values[i] = apply_json_diffs(before[i], read_json_diffs(buf, start, n))
+            else:
+                values[i], pos = dec(buf, pos)
+        return tuple(values), pos
+
+
+def decode_images(tmap, kind: str, data, pos: int, present1: tuple[int, ...],
+                  present2: tuple[int, ...] | None, partial: bool = False):
+    """All rows of one rows event body from *pos*.
+
+    Returns a list of tuples (insert/delete) or of (before, after) tuple pairs (update).
+    """
+    end = len(data)
+    rows = []
+    r1 = ImageReader(tmap, present1)
+    if kind != "update":
+        read = r1.read
+        while pos < end:
+            row, pos = read(data, pos)
+            rows.append(row)
+        return rows
+    r2 = r1 if present2 == present1 else ImageReader(tmap, present2)
+    read1 = r1.read
+    read2 = r2.read
+    while pos < end:
+        before, pos = read1(data, pos)
+        if partial:
+            after, pos = r2.read_partial_after(data, pos, before)
+        else:
+            after, pos = read2(data, pos)
+        rows.append((before, after))
+    return rows
