@@ -1,0 +1,232 @@
+"""Transaction assembly: events in, committed transactions (with positions) out.
+
+A transaction starts at a GTID event (MySQL GTID/ANONYMOUS_GTID/GTID_TAGGED, MariaDB GTID) or
+at ``QUERY BEGIN`` when there is no GTID event, and ends at XID, ``QUERY COMMIT`` (MyISAM and
+other non-transactional engines), ``XA PREPARE``/``XA COMMIT``, or -- for DDL and other
+statements outside BEGIN/COMMIT -- at that statement's QUERY event.
+
+Only committed transactions come out: a transaction cut off by the end of the input (or a
+ROLLBACK) is dropped, so resuming from :attr:`Transaction.end_pos` never repeats or skips one.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Iterable, Iterator, NamedTuple
+
+from .coltypes import ABSENT
+from .events import (Event, GtidEvent, MariaGtidEvent, QueryEvent, RotateEvent, RowsEvent,
+                     TableMapEvent, XaPrepareEvent, XidEvent)
+
+OPS = {"insert": "c", "update": "u", "delete": "d"}
+
+
+class TableFilter:
+    """``db.table`` glob patterns to include and exclude (exclude wins). Empty include = all."""
+
+    def __init__(self, include: Iterable[str] | None = None, exclude: Iterable[str] | None = None):
+        self.include = [p.lower() for p in (include or [])]
+        self.exclude = [p.lower() for p in (exclude or [])]
+        self._cache: dict[str, bool] = {}
+
+    def __call__(self, qualified_name: str) -> bool:
+        hit = self._cache.get(qualified_name)
+        if hit is None:
+            name = qualified_name.lower()
+            hit = (not self.include or any(fnmatch.fnmatchcase(name, p) for p in self.include)) \
+                and not any(fnmatch.fnmatchcase(name, p) for p in self.exclude)
+            self._cache[qualified_name] = hit
+        return hit
+
+    def __bool__(self) -> bool:
+        return bool(self.include or self.exclude)
+
+
+class RowChange(NamedTuple):
+    """One changed row. ``before``/``after`` are value tuples in column order (None where the
+    operation has no such image); ``index`` numbers the row changes within the transaction."""
+
+    op: str                 # "c", "u" or "d"
+    schema: str
+    table: str
+    before: tuple | None
+    after: tuple | None
+    columns: list
+    tx: "Transaction"
+    index: int
+
+    @property
+    def table_map(self):
+        return self.tx._tables_by_name[(self.schema, self.table)]
+
+    def image(self, which: str) -> dict | None:
+        """``{"column": value}`` for "before" or "after"; columns outside the image are left out."""
+        values = self.before if which == "before" else self.after
+        if values is None:
+            return None
+        return {c: v for c, v in zip(self.columns, values) if v is not ABSENT}
+
+    def key(self) -> dict | None:
+        """The primary-key columns and values (after image, or before image for deletes)."""
+        tmap = self.table_map
+        if not tmap.primary_key:
+            return None
+        values = self.after if self.after is not None else self.before
+        return {self.columns[i]: values[i] for i in tmap.primary_key}
+
+
+class Transaction:
+    """A committed transaction. ``pos`` is where it starts, ``end_pos`` the position after its
+    commit event (the resume point), both in ``file``."""
+
+    __slots__ = ("file", "pos", "end_pos", "gtid", "xid", "timestamp", "server_id", "rows_events",
+                 "queries", "_tables_by_name", "commit_event", "events_seen", "standalone")
+
+    def __init__(self, file, pos, gtid, server_id, timestamp):
+        self.file = file
+        self.pos = pos
+        self.end_pos = None
+        self.gtid = gtid
+        self.xid = None
+        self.timestamp = timestamp
+        self.server_id = server_id
+        self.rows_events: list[RowsEvent] = []
+        self.queries: list[QueryEvent] = []
+        self._tables_by_name: dict = {}
+        self.commit_event: Event | None = None
+        self.events_seen = 0
+        # MariaDB's GTID says whether one statement is the whole transaction; for MySQL it is
+        # inferred (a statement right after the GTID, with no BEGIN, is DDL).
+        self.standalone: bool | None = None
+
+    @property
+    def is_ddl(self) -> bool:
+        return not self.rows_events and bool(self.queries)
+
+    def changes(self) -> Iterator[RowChange]:
+        index = 0
+        for ev in self.rows_events:
+            tmap = ev.table
+            op = OPS[ev.kind]
+            cols = tmap.column_names
+            schema, table = tmap.schema, tmap.table
+            if op == "u":
+                for before, after in ev.rows:
+                    yield RowChange(op, schema, table, before, after, cols, self, index)
+                    index += 1
+            elif op == "c":
+                for after in ev.rows:
+                    yield RowChange(op, schema, table, None, after, cols, self, index)
+                    index += 1
+            else:
+                for before in ev.rows:
+                    yield RowChange(op, schema, table, before, None, cols, self, index)
+                    index += 1
+
+    def row_count(self) -> int:
+        return sum(len(ev.rows) for ev in self.rows_events)
+
+    def __repr__(self) -> str:
+        return (f"Transaction(file={self.file!r}, pos={self.pos}, end_pos={self.end_pos}, "
+                f"gtid={self.gtid!r}, xid={self.xid}, rows_events={len(self.rows_events)}, "
+                f"queries={len(self.queries)})")
+
+
+_COMMIT_QUERIES = ("COMMIT", "XA COMMIT", "XA ROLLBACK")
+
+
+class TransactionAssembler:
+    """Feed every event with :meth:`push`; it returns a :class:`Transaction` at each commit.
+
+    :param table_filter: keep only rows events of tables for which it returns True
+        (a :class:`TableFilter` or any callable on ``"db.table"``).
+    """
+
+    def __init__(self, table_filter=None):
+        self.table_filter = table_filter
+        self._tx: Transaction | None = None
+        self._pending_gtid = None  # a GTID event seen, BEGIN not yet
+        self.rolled_back = 0
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._tx is not None
+
+    def _begin(self, ev: Event, gtid) -> Transaction:
+        tx = Transaction(ev.file, ev.pos, gtid, ev.header.server_id, ev.header.timestamp)
+        self._tx = tx
+        return tx
+
+    def push(self, ev: Event) -> Transaction | None:
+        tx = self._tx
+        if isinstance(ev, (GtidEvent, MariaGtidEvent)):
+            if tx is not None:
+                self.rolled_back += 1  # the previous one never committed (cut-off input)
+            gtid = ev.gtid
+            tx = self._begin(ev, str(gtid) if gtid is not None else None)
+            tx.events_seen = 1
+            if isinstance(ev, MariaGtidEvent):
+                tx.standalone = ev.standalone
+            return None
+        if isinstance(ev, QueryEvent):
+            q = ev.query
+            if q == "BEGIN" or q.startswith("XA START"):
+                if tx is None:
+                    tx = self._begin(ev, None)
+                tx.events_seen += 1
+                return None
+            if tx is not None and tx.events_seen > 0 and (q in _COMMIT_QUERIES or
+                                                          q.startswith(_COMMIT_QUERIES[1:])):
+                return self._commit(tx, ev)
+            if tx is not None and (q == "ROLLBACK" or q.startswith("XA ROLLBACK")):
+                self._tx = None
+                self.rolled_back += 1
+                return None
+            # A statement: inside BEGIN..COMMIT it is part of the transaction; after a bare GTID
+            # (DDL, standalone MariaDB GTID) it *is* the transaction.
+            if tx is None:
+                tx = self._begin(ev, None)
+                tx.queries.append(ev)
+                return self._commit(tx, ev)
+            tx.queries.append(ev)
+            if tx.standalone or (tx.standalone is None and tx.events_seen == 1):
+                return self._commit(tx, ev)  # GTID then a statement, no BEGIN: DDL
+            tx.events_seen += 1
+            return None
+        if tx is None:
+            return None
+        tx.events_seen += 1
+        if isinstance(ev, RowsEvent):
+            tmap = ev.table
+            if tmap is not None and (self.table_filter is None or self.table_filter(tmap.qualified_name)):
+                tx.rows_events.append(ev)
+                tx._tables_by_name[(tmap.schema, tmap.table)] = tmap
+            return None
+        if isinstance(ev, XidEvent):
+            tx.xid = ev.xid
+            return self._commit(tx, ev)
+        if isinstance(ev, XaPrepareEvent):
+            return self._commit(tx, ev)
+        if isinstance(ev, RotateEvent) and not ev.artificial:
+            return None
+        return None
+
+    def _commit(self, tx: Transaction, ev: Event) -> Transaction:
+        tx.end_pos = ev.end_pos
+        tx.commit_event = ev
+        if ev.header.timestamp:
+            tx.timestamp = ev.header.timestamp
+        self._tx = None
+        return tx
+
+    def reset(self) -> None:
+        """Forget a transaction in progress (after a reconnect restarts from a boundary)."""
+        self._tx = None
+
+
+def assemble(events: Iterable[Event], table_filter=None) -> Iterator[Transaction]:
+    asm = TransactionAssembler(table_filter)
+    for ev in events:
+        tx = asm.push(ev)
+        if tx is not None:
+            yield tx
