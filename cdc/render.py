@@ -1,0 +1,221 @@
+"""Turning decoded values into text: JSON (exact decimals) and ``mysqlbinlog -v`` style.
+
+JSON mapping (used by the CLI's jsonl output and the Spark envelope's ``before``/``after``):
+
+==================  ===========================================================
+None                null
+int / float         number (NaN/inf: null -- MySQL cannot store them)
+Decimal             number with every digit (never through float)
+str                 string
+bytes               base64 string
+date / datetime     ISO 8601 string; TIMESTAMP (UTC) ends in ``Z``
+timedelta (TIME)    ``"[-]HH:MM:SS[.ffffff]"`` (hours may exceed 24)
+InvalidTemporal     its text, e.g. ``"0000-00-00"``
+Geometry            ``{"srid": n, "wkb": base64}``
+JSON documents      nested JSON
+==================  ===========================================================
+Columns absent from an image (binlog_row_image MINIMAL/NOBLOB) are left out.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import json
+import math
+import struct
+from decimal import Decimal
+
+from .coltypes import ABSENT, ColumnDef, Geometry, InvalidTemporal
+from .constants import ColumnType as T
+
+_str = json.encoder.encode_basestring
+
+
+def time_text(td: _dt.timedelta) -> str:
+    neg = td < _dt.timedelta(0)
+    if neg:
+        td = -td
+    total = td.days * 86400 + td.seconds
+    h, rem = divmod(total, 3600)
+    m, s = divmod(rem, 60)
+    text = "%s%02d:%02d:%02d" % ("-" if neg else "", h, m, s)
+    if td.microseconds:
+        text += ".%06d" % td.microseconds
+    return text
+
+
+def _datetime_text(v: _dt.datetime) -> str:
+    if v.tzinfo is not None:
+        v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        return v.isoformat() + "Z"
+    return v.isoformat()
+
+
+def to_json_text(v) -> str:
+    """One value as JSON text (see the module docstring for the mapping)."""
+    if v is None:
+        return "null"
+    t = type(v)
+    if t is int:
+        return str(v)
+    if t is str or t is InvalidTemporal:
+        return _str(v)
+    if t is float:
+        return repr(v) if math.isfinite(v) else "null"
+    if t is Decimal:
+        return format(v, "f") if v.is_finite() else "null"
+    if t is bool:
+        return "true" if v else "false"
+    if t is bytes:
+        return '"' + base64.b64encode(v).decode("ascii") + '"'
+    if t is _dt.datetime:
+        return '"' + _datetime_text(v) + '"'
+    if t is _dt.date:
+        return '"' + v.isoformat() + '"'
+    if t is _dt.timedelta:
+        return '"' + time_text(v) + '"'
+    if t is Geometry:
+        return '{"srid": %d, "wkb": "%s"}' % (v.srid, base64.b64encode(v.wkb).decode("ascii"))
+    if isinstance(v, dict):
+        return "{" + ", ".join(_str(str(k)) + ": " + to_json_text(x) for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(to_json_text(x) for x in v) + "]"
+    if isinstance(v, (int, float, str, bytes)):  # subclasses (bool handled above)
+        return to_json_text(t.__mro__[1](v) if t.__mro__[1] in (int, float, str, bytes) else str(v))
+    return _str(str(v))
+
+
+def row_json(columns, values) -> str:
+    """One row image as a JSON object text: ``{"col": value, ...}``, absent columns left out."""
+    if values is None:
+        return "null"
+    return "{" + ", ".join(_str(c) + ": " + to_json_text(v)
+                           for c, v in zip(columns, values) if v is not ABSENT) + "}"
+
+
+# --- mysqlbinlog -v ------------------------------------------------------------------------------
+
+_INT_BITS = {T.TINY: 8, T.SHORT: 16, T.INT24: 24, T.LONG: 32, T.LONGLONG: 64}
+
+
+def _quoted(raw: bytes) -> bytes:
+    out = bytearray(b"'")
+    for b in raw:
+        if b < 0x20:
+            out += b"\\x%02x" % b
+        else:
+            out.append(b)
+    out.append(0x27)
+    return bytes(out)
+
+
+def _encode_text(v: str, col: ColumnDef) -> bytes:
+    from .charsets import MYSQL_LATIN1_TABLE, codec_of
+    codec = codec_of(col.collation)
+    if codec == "mysql-latin1":
+        return bytes(MYSQL_LATIN1_TABLE.index(ch) for ch in v)
+    if codec in (None, "utf-8?"):
+        codec = "utf-8"
+    return v.encode(codec, "surrogateescape" if codec == "utf-8" else "strict")
+
+
+def _frac(us: int, fsp: int) -> str:
+    return ("." + ("%06d" % us)[:fsp]) if fsp else ""
+
+
+def mysqlbinlog_value(v, col: ColumnDef) -> bytes:
+    """A value exactly as ``mariadb-binlog -v`` / ``mysqlbinlog -v`` prints it (bytes: the tools
+    print string bytes raw)."""
+    if v is None:
+        return b"NULL"
+    rt = col.real_type
+    if rt in _INT_BITS:
+        bits = _INT_BITS[rt]
+        signed = v - (1 << bits) if v >= 1 << (bits - 1) else v
+        if signed < 0:
+            return b"%d (%d)" % (signed, signed + (1 << bits))
+        return b"%d" % signed
+    if rt == T.YEAR:
+        return b"%d" % v
+    if rt == T.FLOAT:
+        return (b"%-20g" % v)
+    if rt == T.DOUBLE:
+        return (b"%-.20g" % v)
+    if rt == T.NEWDECIMAL:
+        return format(v, "f").encode()
+    if rt in (T.DATETIME2, T.DATETIME):
+        fsp = col.meta or 0 if rt == T.DATETIME2 else 0
+        if isinstance(v, InvalidTemporal):
+            return b"'" + v.encode() + b"'"
+        return ("'%04d-%02d-%02d %02d:%02d:%02d%s'" % (v.year, v.month, v.day, v.hour, v.minute,
+                                                       v.second, _frac(v.microsecond, fsp))).encode()
+    if rt in (T.TIMESTAMP2, T.TIMESTAMP):
+        fsp = col.meta or 0 if rt == T.TIMESTAMP2 else 0
+        if isinstance(v, InvalidTemporal):
+            return b"0" + (b"." + b"0" * fsp if fsp else b"")
+        secs = int((v - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)).total_seconds() // 1)
+        return ("%d%s" % (secs, _frac(v.microsecond, fsp))).encode()
+    if rt in (T.TIME2, T.TIME):
+        fsp = col.meta or 0 if rt == T.TIME2 else 0
+        neg = v < _dt.timedelta(0)
+        a = -v if neg else v
+        total = a.days * 86400 + a.seconds
+        return ("'%s%02d:%02d:%02d%s'" % ("-" if neg else "", total // 3600, total // 60 % 60,
+                                          total % 60, _frac(a.microseconds, fsp))).encode()
+    if rt in (T.DATE, T.NEWDATE):
+        if isinstance(v, InvalidTemporal):
+            return b"'" + v.replace("-", ":").encode() + b"'"
+        return b"'%04d:%02d:%02d'" % (v.year, v.month, v.day)
+    if rt == T.BIT:
+        bits, nbytes = col.meta
+        width = nbytes * 8 + bits
+        return b"b'" + format(v, "0%db" % width).encode() + b"'"
+    if rt == T.ENUM:
+        idx = v if isinstance(v, int) else (col.enum_values.index(v) + 1 if v else 0)
+        return b"%d" % idx
+    if rt == T.SET:
+        if isinstance(v, int):
+            mask = v
+        else:
+            names = set(v.split(",")) if v else set()
+            mask = sum(1 << i for i, n in enumerate(col.set_values) if n in names)
+        return b"b'" + format(mask, "0%db" % (col.meta[1] * 8)).encode() + b"'"
+    if rt == T.GEOMETRY:
+        return _quoted(struct.pack("<I", v.srid) + v.wkb)
+    if rt == T.VECTOR:
+        return _quoted(struct.pack("<%df" % len(v), *v))
+    if isinstance(v, bytes):
+        if rt == T.STRING:
+            v = v.rstrip(b"\0")  # the binlog stores BINARY(n) without its padding
+        return _quoted(v)
+    if isinstance(v, str):
+        return _quoted(_encode_text(v, col))
+    return _quoted(str(v).encode())
+
+
+def mysqlbinlog_rows(change_kind: str, table, rows) -> list[bytes]:
+    """The ``### ...`` lines mysqlbinlog -v prints for one rows event."""
+    q = ("`%s`.`%s`" % (table.schema, table.table)).encode()
+    cols = table.columns
+    out = []
+
+    def image(values):
+        for c, v in zip(cols, values):
+            if v is ABSENT:
+                continue
+            out.append(b"###   @%d=%s" % (c.index + 1, mysqlbinlog_value(v, c)))
+
+    for row in rows:
+        if change_kind == "insert":
+            out += [b"### INSERT INTO " + q, b"### SET"]
+            image(row)
+        elif change_kind == "delete":
+            out += [b"### DELETE FROM " + q, b"### WHERE"]
+            image(row)
+        else:
+            out += [b"### UPDATE " + q, b"### WHERE"]
+            image(row[0])
+            out.append(b"### SET")
+            image(row[1])
+    return out
