@@ -137,7 +137,7 @@ def mysqlbinlog_value(v, col: ColumnDef) -> bytes:
             return b"%d (%d)" % (signed, signed + (1 << bits))
         return b"%d" % signed
     if rt == T.YEAR:
-        return b"%d" % v
+        return b"%d" % (v or 1900)  # the tools print 1900 + the stored byte, 0 included
     if rt == T.FLOAT:
         return (b"%-20g" % v)
     if rt == T.DOUBLE:
