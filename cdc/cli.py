@@ -70,8 +70,12 @@ def change_json(change) -> str:
             f'"server_id": {tx.server_id}' "}")
 
 
+def _patterns(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
 def cmd_decode(args) -> int:
-    table_filter = TableFilter(args.include_tables, args.exclude_tables)
+    table_filter = TableFilter(sum(args.include_tables, []), sum(args.exclude_tables, []))
     progress = None
     if args.progress:
         def progress(done, total):
@@ -105,9 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="text: events like mysqlbinlog -v; jsonl: one JSON object per row change")
     d.add_argument("--start-position", type=int, help="offset in the first file to start at")
     d.add_argument("--stop-position", type=int, help="offset in the last file to stop at")
-    d.add_argument("--include-tables", nargs="*", default=[], metavar="DB.TABLE",
-                   help="only these tables (globs, e.g. shop.*)")
-    d.add_argument("--exclude-tables", nargs="*", default=[], metavar="DB.TABLE")
+    d.add_argument("--include-tables", action="append", default=[], type=_patterns,
+                   metavar="DB.TABLE[,...]", help="only these tables (globs, e.g. shop.*); repeatable")
+    d.add_argument("--exclude-tables", action="append", default=[], type=_patterns,
+                   metavar="DB.TABLE[,...]", help="skip these tables (globs); repeatable")
     d.add_argument("--no-verify-checksum", action="store_true",
                    help="do not verify CRC32s (salvage a damaged file)")
     d.add_argument("--progress", action="store_true", help="show progress on stderr")
