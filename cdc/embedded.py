@@ -1,0 +1,575 @@
+"""A private, throw-away MariaDB server for tests and demos.
+
+:class:`EmbeddedMariaDB` initialises a data directory with ``mariadb-install-db``, starts
+``mariadbd`` on ``127.0.0.1`` with a row-based binary log (``binlog_format=ROW``,
+``binlog_row_image=FULL``, ``binlog_row_metadata=FULL``) and creates a replication user
+(:attr:`EmbeddedMariaDB.CDC_USER` / :attr:`EmbeddedMariaDB.CDC_PASSWORD`) plus a
+``cdc_test`` database::
+
+    from cdc.embedded import EmbeddedMariaDB
+
+    with EmbeddedMariaDB() as server:
+        server.execute("CREATE TABLE cdc_test.t (id INT PRIMARY KEY, v TEXT)")
+        server.execute("INSERT INTO cdc_test.t VALUES (1, 'a')")
+        print(server.current_position(), server.binlog_files())
+
+The server only needs the Debian/Ubuntu ``mariadb-server`` package; no Docker, no root
+(when run as root it is started with ``--user=root``).  Every started server is stopped
+at interpreter exit.  This module is library code: it does not import pytest or Spark
+and writes nothing to stdout.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import pymysql
+
+from cdc.errors import CdcError, ConfigurationError
+
+__all__ = ["EmbeddedMariaDB", "EmbeddedServerError", "free_port", "find_executable"]
+
+_SEARCH_DIRS = ("/usr/sbin", "/usr/libexec", "/usr/local/sbin", "/usr/local/bin", "/usr/bin",
+                "/usr/local/mysql/bin")
+_MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to 107 bytes on Linux
+_INSTALL_HINT = ("install it with `apt-get install mariadb-server` (Debian/Ubuntu) "
+                 "or point the MARIADBD environment variable at the binary")
+
+
+class EmbeddedServerError(CdcError, RuntimeError):
+    """The private MariaDB server could not be initialised, started or stopped."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """Return a TCP port on ``host`` that is free right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def find_executable(names: Iterable[str], env_var: str | None = None,
+                    extra_dirs: Iterable[str] = ()) -> str | None:
+    """Find the first of ``names`` in ``$env_var``, ``PATH``, then the usual system dirs."""
+    if env_var and os.environ.get(env_var):
+        candidate = os.environ[env_var]
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    names = list(names)
+    for name in names:
+        found = shutil.which(name)
+        if found:
+            return found
+    for d in (*extra_dirs, *_SEARCH_DIRS):
+        for name in names:
+            candidate = os.path.join(d, name)
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate
+    return None
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no error log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _norm_key(key: str) -> str:
+    return key.strip().replace("-", "_")
+
+
+class EmbeddedMariaDB:
+    """A private ``mariadbd`` with a row-based binlog, listening on ``127.0.0.1``.
+
+    ``basedir`` holds ``my.cnf``, the error log, the pid file, the socket (unless the path
+    is too long for a Unix socket) and ``data/``.  When it is ``None`` a temporary
+    directory is created and :meth:`cleanup` removes it.  ``extra_options`` are added to
+    (and override) the ``[mysqld]`` options; a value of ``None`` or ``True`` writes a bare
+    flag, ``False`` leaves the option out.
+    """
+
+    CDC_USER = "cdc"
+    CDC_PASSWORD = "cdc-secret"
+    ROOT_USER = "root"
+    ROOT_PASSWORD = ""
+    TEST_DATABASE = "cdc_test"
+    HOST = "127.0.0.1"
+    CLIENT_MAX_ALLOWED_PACKET = 64 * 1024 * 1024
+
+    def __init__(self, basedir: str | Path | None = None, *, port: int | None = None,
+                 server_id: int = 1, extra_options: Mapping[str, Any] | None = None,
+                 log_bin_basename: str = "mysql-bin", startup_timeout: float = 60.0):
+        self._own_basedir = basedir is None
+        if basedir is None:
+            basedir = tempfile.mkdtemp(prefix="cdc-mariadb-")
+        self.basedir = Path(basedir).absolute()
+        self._auto_port = port is None
+        self._port = port if port is not None else free_port(self.HOST)
+        self.server_id = int(server_id)
+        self.extra_options = dict(extra_options or {})
+        self.log_bin_basename = log_bin_basename
+        self.startup_timeout = float(startup_timeout)
+
+        self._datadir = self.basedir / "data"
+        self.cnf_path = self.basedir / "my.cnf"
+        self.error_log = self.basedir / "mariadbd.err"
+        self.pid_file = self.basedir / "mariadbd.pid"
+        self._stdio_log = self.basedir / "mariadbd.out"
+        sock = self.basedir / "mariadbd.sock"
+        self._socket_dir: Path | None = None
+        if len(str(sock)) > _MAX_SOCKET_PATH:
+            self._socket_dir = Path(tempfile.mkdtemp(prefix="cdcsock-"))
+            sock = self._socket_dir / "mariadbd.sock"
+        self._socket = sock
+
+        self._proc: subprocess.Popen | None = None
+        self._version: str | None = None
+        self._provisioned = False
+        self._conns: dict[str | None, pymysql.connections.Connection] = {}
+        self._lock = threading.RLock()
+        self._atexit_registered = False
+
+    # --- context manager ------------------------------------------------------------------
+
+    def __enter__(self) -> "EmbeddedMariaDB":
+        try:
+            self.start()
+        except BaseException:
+            self.cleanup()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.stop()
+        finally:
+            self.cleanup()
+
+    def __repr__(self) -> str:
+        state = "running" if self.is_running() else "stopped"
+        return f"<EmbeddedMariaDB {self.HOST}:{self._port} {state} datadir={self._datadir}>"
+
+    # --- properties -----------------------------------------------------------------------
+
+    @property
+    def host(self) -> str:
+        return self.HOST
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def socket(self) -> str:
+        return str(self._socket)
+
+    @property
+    def datadir(self) -> Path:
+        return self._datadir
+
+    @property
+    def log_bin_path(self) -> Path:
+        """The ``log-bin`` base path: binlog files are ``<this>.000001`` and so on."""
+        return self._datadir / self.log_bin_basename
+
+    @property
+    def version(self) -> str:
+        """``SELECT VERSION()`` of the running server (e.g. ``10.11.6-MariaDB-log``)."""
+        if self._version is None:
+            self._version = self.execute("SELECT VERSION()")[0][0]
+        return self._version
+
+    @property
+    def version_tuple(self) -> tuple[int, int, int]:
+        m = re.match(r"(\d+)\.(\d+)\.(\d+)", self.version)
+        return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else (0, 0, 0)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    # --- connection parameters ------------------------------------------------------------
+
+    def root_params(self) -> dict[str, Any]:
+        """Keyword arguments for ``pymysql.connect`` as the (password-less) root user."""
+        return {"host": self.HOST, "port": self._port, "user": self.ROOT_USER,
+                "password": self.ROOT_PASSWORD}
+
+    def cdc_params(self) -> dict[str, Any]:
+        """Keyword arguments for ``pymysql.connect`` as the replication user."""
+        return {"host": self.HOST, "port": self._port, "user": self.CDC_USER,
+                "password": self.CDC_PASSWORD}
+
+    def connect(self, user: str = "root", database: str | None = None,
+                **kw: Any) -> pymysql.connections.Connection:
+        """A new autocommit PyMySQL connection (utf8mb4, 64 MiB max packet) over TCP."""
+        if user == self.ROOT_USER:
+            params = self.root_params()
+        elif user == self.CDC_USER:
+            params = self.cdc_params()
+        else:
+            params = {"host": self.HOST, "port": self._port, "user": user}
+        params.update(charset="utf8mb4", autocommit=True, connect_timeout=10,
+                      max_allowed_packet=self.CLIENT_MAX_ALLOWED_PACKET)
+        if database is not None:
+            params["database"] = database
+        params.update(kw)
+        return pymysql.connect(**params)
+
+    def execute(self, sql: str, params: Any = None,
+                database: str | None = None) -> list[tuple]:
+        """Run one statement as root on a cached connection; return all rows (or ``[]``)."""
+        with self._lock:
+            conn = self._conns.get(database)
+            if conn is not None:
+                try:
+                    conn.ping(reconnect=False)
+                except Exception:
+                    self._close_quietly(conn)
+                    conn = None
+            if conn is None:
+                conn = self.connect(database=database)
+                self._conns[database] = conn
+            with conn.cursor() as cur:
+                cur.execute(sql, params)
+                return list(cur.fetchall()) if cur.description else []
+
+    def _close_connections(self) -> None:
+        with self._lock:
+            conns, self._conns = list(self._conns.values()), {}
+        for c in conns:
+            self._close_quietly(c)
+
+    @staticmethod
+    def _close_quietly(conn: Any) -> None:
+        with contextlib.suppress(Exception):
+            conn.close()
+
+    # --- binlog helpers -------------------------------------------------------------------
+
+    def binlog_files(self) -> list[Path]:
+        """The server's binlog files (``SHOW BINARY LOGS``) as paths, oldest first."""
+        return [self.log_bin_path.parent / row[0] for row in self.execute("SHOW BINARY LOGS")]
+
+    def flush_binary_logs(self) -> None:
+        """Close the current binlog file and open the next one."""
+        self.execute("FLUSH BINARY LOGS")
+
+    def current_position(self) -> tuple[str, int]:
+        """``(file name, position)`` where the next event will be written."""
+        try:
+            rows = self.execute("SHOW MASTER STATUS")
+        except pymysql.MySQLError:
+            rows = self.execute("SHOW BINLOG STATUS")
+        if not rows:
+            raise EmbeddedServerError("SHOW MASTER STATUS returned nothing: is log-bin on?")
+        return rows[0][0], int(rows[0][1])
+
+    def snapshot_binlogs(self, dest: str | Path, since_file: str | None = None) -> list[Path]:
+        """``FLUSH BINARY LOGS`` then copy every closed binlog file into ``dest``.
+
+        The new, still open file is not copied.  ``since_file`` (a file name as returned by
+        :meth:`current_position`) skips the files before it.  Returns the copies, oldest
+        first.
+        """
+        dest = Path(dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            self.flush_binary_logs()
+            files = self.binlog_files()[:-1]
+        if since_file is not None:
+            files = [f for f in files if f.name >= Path(since_file).name]
+        out = []
+        for f in files:
+            target = dest / f.name
+            shutil.copyfile(f, target)
+            out.append(target)
+        return out
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> "EmbeddedMariaDB":
+        """Initialise the datadir if needed, start the server and wait until it answers."""
+        if self.is_running():
+            return self
+        mariadbd = find_executable(["mariadbd"], env_var="MARIADBD")
+        if mariadbd is None:
+            raise ConfigurationError(
+                "the MariaDB server binary `mariadbd` was not found on PATH, in /usr/sbin or "
+                f"in /usr/libexec; {_INSTALL_HINT}")
+        self.basedir.mkdir(parents=True, exist_ok=True)
+        if not (self._datadir / "mysql").is_dir():
+            self._install_db(mariadbd)
+        if not self._atexit_registered:
+            atexit.register(self._at_exit)
+            self._atexit_registered = True
+
+        attempts = 3 if self._auto_port else 1
+        for attempt in range(attempts):
+            self._write_cnf()
+            self._spawn(mariadbd)
+            try:
+                self._wait_ready()
+                break
+            except EmbeddedServerError:
+                log = _tail(self.error_log)
+                self.kill()
+                if attempt + 1 < attempts and "Address already in use" in log:
+                    self._port = free_port(self.HOST)
+                    continue
+                raise
+        self._version = None
+        try:
+            self._provision()
+        except BaseException:
+            self.kill()
+            raise
+        return self
+
+    def _install_db(self, mariadbd: str) -> None:
+        install = find_executable(["mariadb-install-db", "mysql_install_db"],
+                                  extra_dirs=[os.path.dirname(mariadbd),
+                                              os.path.join(os.path.dirname(mariadbd), "..",
+                                                           "bin")])
+        if install is None:
+            raise ConfigurationError(
+                f"`mariadb-install-db` was not found (mariadbd is {mariadbd}); {_INSTALL_HINT}")
+        fresh = not self._datadir.exists() or not any(self._datadir.iterdir())
+        self._datadir.mkdir(parents=True, exist_ok=True)
+        cmd = [install, "--no-defaults", f"--datadir={self._datadir}",
+               "--auth-root-authentication-method=normal", "--skip-test-db"]
+        if _is_root():
+            cmd.append("--user=root")
+        log = self.basedir / "install-db.log"
+        with open(log, "wb") as out:
+            try:
+                rc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, timeout=120,
+                                    cwd=self.basedir).returncode
+            except subprocess.TimeoutExpired:
+                rc = "timeout"
+        if rc != 0:
+            if fresh:  # do not leave a half-initialised datadir that start() would trust
+                shutil.rmtree(self._datadir, ignore_errors=True)
+            raise EmbeddedServerError(
+                f"`{' '.join(cmd)}` failed ({rc}); its output ends with:\n{_tail(log)}")
+
+    def _options(self) -> dict[str, Any]:
+        opts: dict[str, Any] = {
+            "datadir": self._datadir,
+            "bind_address": self.HOST,
+            "port": self._port,
+            "socket": self._socket,
+            "pid_file": self.pid_file,
+            "log_error": self.error_log,
+            "log_bin": self.log_bin_path,
+            "binlog_format": "ROW",
+            "binlog_row_image": "FULL",
+            "binlog_row_metadata": "FULL",
+            "server_id": self.server_id,
+            "gtid_strict_mode": "OFF",
+            "skip_name_resolve": None,
+            "innodb_buffer_pool_size": "64M",
+            "innodb_log_file_size": "48M",
+            "innodb_flush_log_at_trx_commit": 2,
+            "max_allowed_packet": "64M",
+            "character_set_server": "utf8mb4",
+            "collation_server": "utf8mb4_general_ci",
+            "max_connections": 200,
+        }
+        for key, value in self.extra_options.items():
+            opts[_norm_key(key)] = value
+        return opts
+
+    def _write_cnf(self) -> None:
+        lines = ["# written by cdc.embedded.EmbeddedMariaDB", "[mysqld]"]
+        for key, value in self._options().items():
+            if value is False:
+                continue
+            lines.append(key if value is None or value is True else f"{key}={value}")
+        self.cnf_path.write_text("\n".join(lines) + "\n")
+
+    def _spawn(self, mariadbd: str) -> None:
+        cmd = [mariadbd, f"--defaults-file={self.cnf_path}"]
+        if _is_root():
+            cmd.append("--user=root")
+        with contextlib.suppress(FileNotFoundError):
+            self._socket.unlink()
+        preexec = _die_with_parent_fn()
+        out = open(self._stdio_log, "ab")
+        try:
+            self._proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                cwd=self.basedir, start_new_session=True, preexec_fn=preexec)
+        finally:
+            out.close()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            if self._proc is None or self._proc.poll() is not None:
+                rc = None if self._proc is None else self._proc.returncode
+                raise EmbeddedServerError(
+                    f"mariadbd exited with code {rc} during start-up; the end of "
+                    f"{self.error_log}:\n{_tail(self.error_log)}")
+            try:
+                conn = self._admin_connection(timeout=2)
+            except pymysql.MySQLError as e:
+                last = e
+                time.sleep(0.1)
+                continue
+            self._close_quietly(conn)
+            return
+        raise EmbeddedServerError(
+            f"mariadbd did not accept connections within {self.startup_timeout:.0f} s "
+            f"(last error: {last}); the end of {self.error_log}:\n{_tail(self.error_log)}")
+
+    def _admin_connection(self, timeout: float = 10) -> pymysql.connections.Connection:
+        """Root over the Unix socket (root@localhost always exists), else over TCP."""
+        common = dict(user=self.ROOT_USER, password=self.ROOT_PASSWORD, autocommit=True,
+                      connect_timeout=timeout, charset="utf8mb4")
+        if self._socket.exists():
+            try:
+                return pymysql.connect(unix_socket=str(self._socket), **common)
+            except pymysql.MySQLError:
+                pass
+        return pymysql.connect(host=self.HOST, port=self._port, **common)
+
+    def _grants(self) -> str:
+        """The privileges a CDC replica needs, in this server version's vocabulary."""
+        privs = ["REPLICATION SLAVE", "REPLICATION CLIENT", "SELECT", "RELOAD", "PROCESS",
+                 "SHOW DATABASES"]
+        if self.version_tuple >= (10, 5, 2):
+            # 10.5.2 split SUPER / REPLICATION CLIENT: REPLICATION CLIENT is now an alias of
+            # BINLOG MONITOR (SHOW BINARY LOGS, SHOW BINLOG STATUS); SHOW SLAVE HOSTS needs
+            # REPLICATION MASTER ADMIN, SHOW SLAVE STATUS needs SLAVE MONITOR.
+            privs += ["BINLOG MONITOR", "REPLICATION MASTER ADMIN", "SLAVE MONITOR"]
+        return ", ".join(privs)
+
+    def _provision(self) -> None:
+        if self._provisioned:
+            return
+        conn = self._admin_connection()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT VERSION()")
+                self._version = cur.fetchone()[0]
+                cur.execute("SET SESSION sql_log_bin = 0")  # keep the binlog free of set-up
+                cur.execute(f"CREATE USER IF NOT EXISTS `{self.ROOT_USER}`@`127.0.0.1`")
+                cur.execute(f"GRANT ALL PRIVILEGES ON *.* TO `{self.ROOT_USER}`@`127.0.0.1` "
+                            "WITH GRANT OPTION")
+                grants = self._grants()
+                for host in ("%", "localhost"):
+                    cur.execute(f"CREATE USER IF NOT EXISTS `{self.CDC_USER}`@`{host}` "
+                                f"IDENTIFIED BY {conn.escape(self.CDC_PASSWORD)}")
+                    cur.execute(f"GRANT {grants} ON *.* TO `{self.CDC_USER}`@`{host}`")
+                cur.execute(f"CREATE DATABASE IF NOT EXISTS `{self.TEST_DATABASE}`")
+        finally:
+            self._close_quietly(conn)
+        self._provisioned = True
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Shut the server down cleanly (SIGTERM, then SIGKILL after ``timeout``).
+
+        Idempotent.  :meth:`start` registers an :mod:`atexit` hook that stops the server
+        (and removes a temporary basedir) should the caller forget.
+        """
+        self._close_connections()
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                proc.wait(timeout=10)
+        self._proc = None
+
+    def _at_exit(self) -> None:
+        # No server outlives the interpreter; a temporary basedir is removed as well.
+        with contextlib.suppress(Exception):
+            self.stop(timeout=15)
+        if self._own_basedir:
+            self.cleanup()
+
+    def kill(self) -> None:
+        """SIGKILL the server (simulates a crash; the next :meth:`start` recovers)."""
+        self._close_connections()
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            proc.wait(timeout=10)
+        self._proc = None
+
+    def restart(self) -> "EmbeddedMariaDB":
+        """Stop and start again with the same datadir and port (binlogs are kept)."""
+        # The port is kept (clients hold on to it); only when it was auto-chosen and has
+        # been taken meanwhile ("Address already in use") does start() pick another one.
+        self.stop()
+        return self.start()
+
+    def cleanup(self) -> None:
+        """Stop the server and delete the base directory, if this object created it."""
+        self.stop()
+        if self._atexit_registered:
+            atexit.unregister(self._at_exit)
+            self._atexit_registered = False
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+        if self._own_basedir:
+            shutil.rmtree(self.basedir, ignore_errors=True)
+
+
+# --- tie the server's life to ours (Linux) -----------------------------------------------------
+
+def _die_with_parent_fn():
+    """A ``preexec_fn`` that makes the child get SIGTERM when we die, or ``None``.
+
+    PR_SET_PDEATHSIG fires when the *thread* that forked dies, so it is only used from the
+    main thread, whose end is the end of the process.  libc is loaded here, in the parent:
+    the child (between fork and exec) must not import anything.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except Exception:
+        return None
+    sig = int(signal.SIGTERM)
+
+    def preexec() -> None:
+        prctl(1, sig)  # PR_SET_PDEATHSIG
+
+    return preexec

@@ -1,0 +1,219 @@
+"""Shared fixtures: a private MariaDB server, scratch databases, binlog snapshots, MySQL 8.4.
+
+* ``mariadb`` (session): a started :class:`cdc.embedded.EmbeddedMariaDB`.  Without
+  ``mariadbd`` the tests that use it are skipped, or fail when ``CI`` is set.
+* ``mariadb_factory`` (function): ``make(**kwargs)`` starts extra servers for one test.
+* ``db`` (function): the name of a fresh, empty database on ``mariadb``; dropped afterwards.
+* ``binlog_snapshot`` (function): ``binlog_snapshot(server=None, since_file=None)`` flushes
+  the binlog and returns copies of the closed binlog files in a new tmp dir.
+* ``mysql84`` (session): a MySQL 8.4 container (GTID on, ROW binlog) when a Docker engine is
+  reachable, else the test is skipped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+from cdc.embedded import EmbeddedMariaDB  # noqa: E402
+from cdc.errors import ConfigurationError  # noqa: E402
+
+
+# --- the private MariaDB server -------------------------------------------------------------
+
+
+def start_or_skip(server: EmbeddedMariaDB) -> EmbeddedMariaDB:
+    """Start ``server``; without ``mariadbd`` skip the test, or fail it when ``CI`` is set."""
+    try:
+        server.start()
+    except ConfigurationError as e:
+        server.cleanup()
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set but the MariaDB server is unavailable: {e}", pytrace=False)
+        pytest.skip(f"MariaDB server not available: {e}")
+    except BaseException:
+        server.cleanup()
+        raise
+    return server
+
+
+@pytest.fixture(scope="session")
+def mariadb():
+    """A started private MariaDB (ROW binlog, user cdc/cdc-secret, database cdc_test)."""
+    server = start_or_skip(EmbeddedMariaDB())
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def mariadb_factory(tmp_path_factory: pytest.TempPathFactory):
+    """``make(**kwargs) -> EmbeddedMariaDB``: extra, started servers owned by one test.
+
+    For tests that restart, kill or reconfigure a server (the session ``mariadb`` must stay
+    up).  ``kwargs`` go to :class:`EmbeddedMariaDB`; ``basedir`` defaults to a new tmp dir.
+    Afterwards the servers are stopped and their datadirs deleted (my.cnf and the error log
+    stay for post-mortems).
+    """
+    servers: list[EmbeddedMariaDB] = []
+
+    def make(**kwargs: Any) -> EmbeddedMariaDB:
+        kwargs.setdefault("basedir", tmp_path_factory.mktemp("mariadb"))
+        server = EmbeddedMariaDB(**kwargs)
+        servers.append(server)
+        return start_or_skip(server)
+
+    try:
+        yield make
+    finally:
+        for server in servers:
+            server.cleanup()
+            shutil.rmtree(server.datadir, ignore_errors=True)
+
+
+_db_counter = itertools.count(1)
+
+
+@pytest.fixture
+def db(mariadb: EmbeddedMariaDB, request: pytest.FixtureRequest):
+    """The name of a new empty database (``t_<test name>_<n>``), dropped after the test."""
+    stem = re.sub(r"[^0-9a-zA-Z]+", "_", request.node.name).strip("_").lower()
+    stem = re.sub(r"^test_", "", stem)[:40] or "db"
+    name = f"t_{stem}_{next(_db_counter)}"
+    mariadb.execute(f"DROP DATABASE IF EXISTS `{name}`")
+    mariadb.execute(f"CREATE DATABASE `{name}`")
+    try:
+        yield name
+    finally:
+        if mariadb.is_running():
+            mariadb.execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+@pytest.fixture
+def binlog_snapshot(mariadb: EmbeddedMariaDB, tmp_path: Path) -> Callable[..., list[Path]]:
+    """``snap(server=None, since_file=None) -> list[Path]``: closed binlogs copied to tmp.
+
+    Each call runs ``FLUSH BINARY LOGS`` (so every file written so far is closed), then
+    copies the closed files (oldest first) into a new sub-directory of ``tmp_path``; the
+    server keeps writing to its new file.  ``since_file`` (e.g. the file part of
+    ``mariadb.current_position()`` taken before the test wrote anything) skips older files.
+    """
+    calls = itertools.count(1)
+
+    def snap(server: EmbeddedMariaDB | None = None, since_file: str | None = None) -> list[Path]:
+        return (server or mariadb).snapshot_binlogs(tmp_path / f"binlogs-{next(calls)}",
+                                                    since_file=since_file)
+
+    return snap
+
+
+# --- MySQL 8.4 in Docker (optional) ---------------------------------------------------------
+
+
+def docker_available(timeout: float = 3.0) -> bool:
+    """True when a Docker engine answers quickly; never raises, never hangs."""
+    try:
+        import docker  # the SDK, a testcontainers dependency
+
+        client = docker.from_env(timeout=int(max(1, timeout)))
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:
+        pass
+    try:
+        r = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, timeout=timeout)
+        return r.returncode == 0 and bool(r.stdout.strip())
+    except Exception:
+        return False
+
+
+@dataclass
+class ExternalMySQL:
+    """Connection facts of a MySQL server we did not start ourselves (the 8.4 container)."""
+
+    host: str
+    port: int
+    root_password: str
+    version: str = ""
+    cdc_user: str = "cdc"
+    cdc_password: str = "cdc-secret"
+
+    def root_params(self) -> dict[str, Any]:
+        return {"host": self.host, "port": self.port, "user": "root",
+                "password": self.root_password}
+
+    def cdc_params(self) -> dict[str, Any]:
+        return {"host": self.host, "port": self.port, "user": self.cdc_user,
+                "password": self.cdc_password}
+
+    def connect(self, user: str = "root", database: str | None = None, **kw: Any):
+        import pymysql
+
+        params = self.root_params() if user == "root" else self.cdc_params()
+        params.update(charset="utf8mb4", autocommit=True, max_allowed_packet=64 << 20)
+        if database is not None:
+            params["database"] = database
+        params.update(kw)
+        return pymysql.connect(**params)
+
+    def execute(self, sql: str, params: Any = None, database: str | None = None) -> list[tuple]:
+        conn = self.connect(database=database)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql, params)
+                return list(cur.fetchall()) if cur.description else []
+        finally:
+            conn.close()
+
+
+MYSQL84_ARGS = (
+    "--server-id=1 --log-bin=mysql-bin --binlog-format=ROW --binlog-row-image=FULL "
+    "--binlog-row-metadata=FULL --gtid-mode=ON --enforce-gtid-consistency=ON "
+    "--max-allowed-packet=64M --character-set-server=utf8mb4"
+)
+
+
+@pytest.fixture(scope="session")
+def mysql84():
+    """A MySQL 8.4 server in a container (GTID on, ROW binlog, user cdc/cdc-secret)."""
+    if not docker_available():
+        pytest.skip("no Docker engine: MySQL 8.4 container tests skipped")
+    try:
+        from testcontainers.community.mysql import MySqlContainer  # testcontainers >= 4.11
+    except ImportError:
+        from testcontainers.mysql import MySqlContainer
+
+    container = MySqlContainer("mysql:8.4", root_password="root-secret",
+                               dbname="cdc_test").with_command(MYSQL84_ARGS)
+    with container:
+        server = ExternalMySQL(host=container.get_container_host_ip(),
+                               port=int(container.get_exposed_port(3306)),
+                               root_password="root-secret")
+        conn = server.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT VERSION()")
+                server.version = cur.fetchone()[0]
+                cur.execute("CREATE USER IF NOT EXISTS 'cdc'@'%%' IDENTIFIED BY %s",
+                            (server.cdc_password,))
+                cur.execute("GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT, RELOAD, "
+                            "PROCESS, SHOW DATABASES ON *.* TO 'cdc'@'%'")
+        finally:
+            conn.close()
+        yield server
