@@ -237,23 +237,32 @@ def _decimal_factory(col: ColumnDef) -> Decoder:
         groups += [(4, 9)] * (scale // 9)
         if scale % 9:
             groups.append((_DIG2BYTES[scale % 9], scale % 9))
-        exp = -scale
+        suffix = "E-%d" % scale
+        nbits = size * 8
+        top = 1 << (nbits - 1)
+        ones = (1 << nbits) - 1
+        layout = [((1 << (n * 8)) - 1, 10 ** d) for n, d in groups]
+        shifts = []
+        shift = nbits
+        for n, _d in groups:
+            shift -= n * 8
+            shifts.append(shift)
+        layout = [(sh, mask, mul) for sh, (mask, mul) in zip(shifts, layout)]
+        from_bytes = int.from_bytes
 
         def dec_small(buf, pos):
             end = pos + size
-            _need(buf, end)
-            raw = int.from_bytes(buf[pos:end], "big")
-            top = 1 << (size * 8 - 1)
+            if end > len(buf):
+                _need(buf, end)
+            raw = from_bytes(buf[pos:end], "big")
             negative = not (raw & top)
             raw ^= top
             if negative:
-                raw ^= (1 << (size * 8)) - 1
+                raw ^= ones
             value = 0
-            shift = size * 8
-            for nbytes, digits in groups:
-                shift -= nbytes * 8
-                value = value * 10 ** digits + ((raw >> shift) & ((1 << (nbytes * 8)) - 1))
-            return Decimal((1 if negative else 0, tuple(map(int, str(value))), exp)), end
+            for sh, mask, mul in layout:
+                value = value * mul + ((raw >> sh) & mask)
+            return Decimal(("-%d" if negative else "%d") % value + suffix), end
         return dec_small
 
     def dec(buf, pos):

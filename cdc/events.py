@@ -702,7 +702,7 @@ class GtidEvent(Event):
 def _gtid(h, body, ctx):
     from .gtid import decode_mysql_gtid_body
     ev = GtidEvent(h)
-    ev.info = decode_mysql_gtid_body(body)
+    ev.info = decode_mysql_gtid_body(body, anonymous=h.type_code == EventType.ANONYMOUS_GTID)
     return ev
 
 
