@@ -479,42 +479,36 @@ def _set_factory(col):
     return dec
 
 
-def _json_factory(col):
-    lb = col.meta
+def _length_prefixed(convert: Callable[[bytes], object], default_lb: int = 4):
+    """A value stored as <metadata-many length bytes><that many bytes>, then converted."""
+    def factory(col):
+        lb = col.meta or default_lb
+
+        def dec(buf, pos):
+            start = pos + lb
+            end = start + int.from_bytes(buf[pos:start], "little")
+            _need(buf, end)
+            return convert(bytes(buf[start:end])), end
+        return dec
+    return factory
+
+
+def _json_value(raw: bytes):
     from .jsonb import decode_json
-
-    def dec(buf, pos):
-        start = pos + lb
-        n = int.from_bytes(buf[pos:start], "little")
-        end = start + n
-        _need(buf, end)
-        return decode_json(bytes(buf[start:end])), end
-    return dec
+    return decode_json(raw)
 
 
-def _geometry_factory(col):
-    lb = col.meta
-
-    def dec(buf, pos):
-        start = pos + lb
-        n = int.from_bytes(buf[pos:start], "little")
-        end = start + n
-        _need(buf, end)
-        raw = bytes(buf[start:end])
-        return Geometry(int.from_bytes(raw[:4], "little"), raw[4:]), end
-    return dec
+def _geometry_value(raw: bytes) -> Geometry:
+    return Geometry(int.from_bytes(raw[:4], "little"), raw[4:])
 
 
-def _vector_factory(col):
-    lb = col.meta or 4
+def _vector_value(raw: bytes) -> list:
+    return list(struct.unpack("<%df" % (len(raw) // 4), raw))
 
-    def dec(buf, pos):
-        start = pos + lb
-        n = int.from_bytes(buf[pos:start], "little")
-        end = start + n
-        _need(buf, end)
-        return list(struct.unpack_from("<%df" % (n // 4), buf, start)), end
-    return dec
+
+_json_factory = _length_prefixed(_json_value)
+_geometry_factory = _length_prefixed(_geometry_value)
+_vector_factory = _length_prefixed(_vector_value)
 
 
 def _unsupported(name):

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, NamedTuple, Union
 
 from .errors import GtidError, TruncatedEventError
+from .wire import read_lenenc
 
 __all__ = [
     "GNO_MAX",
@@ -785,20 +786,6 @@ _TS_FLAG = 1 << 55
 _VERSION_FLAG = 1 << 31
 
 
-def _lenenc(body: Buffer, pos: int, end: int) -> tuple[int | None, int]:
-    first = body[pos]
-    if first < 0xFB:
-        return first, pos + 1
-    if first == 0xFB:
-        return None, pos + 1
-    size = {0xFC: 2, 0xFD: 3, 0xFE: 8}.get(first)
-    if size is None:
-        raise GtidError(f"GTID event: invalid packed integer prefix 0x{first:02x} (transaction_length)")
-    if pos + 1 + size > end:
-        raise TruncatedEventError("GTID event: transaction_length runs past the end of the body")
-    return int.from_bytes(body[pos + 1:pos + 1 + size], "little"), pos + 1 + size
-
-
 def decode_mysql_gtid_body(body: Buffer, *, anonymous: bool | None = None) -> MysqlGtidInfo:
     """Decode a GTID_LOG_EVENT (33) or ANONYMOUS_GTID_LOG_EVENT (34) body.
 
@@ -849,7 +836,7 @@ def decode_mysql_gtid_body(body: Buffer, *, anonymous: bool | None = None) -> My
                 kw["original_commit_ts_us"] = ts
             kw["immediate_commit_ts_us"] = ts
             if pos < end:
-                kw["transaction_length"], pos = _lenenc(body, pos, end)
+                kw["transaction_length"], pos = read_lenenc(body[:end], pos)
             if pos + 4 <= end:
                 ver = struct.unpack_from("<I", body, pos)[0]
                 pos += 4
