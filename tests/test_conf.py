@@ -37,10 +37,11 @@ def test_mariadb_conf_applied_to_a_real_server(mariadb_factory):
     assert float(rows["expire_logs_days"]) == 7
     sql = "\n".join(l for l in (ROOT / "conf" / "grants.sql").read_text().splitlines()
                     if not l.strip().startswith("--"))
+    sql = sql.replace("'cdc'@", "'cdc_conf'@")  # the harness already has a 'cdc' user
     for stmt in [s.strip() for s in sql.split(";") if s.strip()]:
         server.execute(stmt)
-    server.execute("GRANT BINLOG MONITOR ON *.* TO 'cdc'@'%'")
-    conn = pymysql.connect(host=server.host, port=server.port, user="cdc", password="change-me")
+    server.execute("GRANT BINLOG MONITOR ON *.* TO 'cdc_conf'@'%'")
+    conn = pymysql.connect(host=server.host, port=server.port, user="cdc_conf", password="change-me")
     with conn.cursor() as cur:
         cur.execute("SHOW BINARY LOGS")
         assert cur.fetchall()
