@@ -21,7 +21,7 @@ def _plan(tmap, present: tuple[int, ...]):
 class ImageReader:
     """Decodes the row images of one rows event (one column-presence bitmap per image)."""
 
-    __slots__ = ("ncols", "plan", "null_bytes", "full", "json_cols", "tmap")
+    __slots__ = ("ncols", "plan", "null_bytes", "full", "json_cols", "tmap", "fast", "no_nulls")
 
     def __init__(self, tmap, present: tuple[int, ...]):
         self.tmap = tmap
@@ -29,6 +29,12 @@ class ImageReader:
         self.plan = _plan(tmap, present)
         self.null_bytes = (len(present) + 7) >> 3
         self.full = len(present) == self.ncols
+        self.fast = tmap.full_row_reader if self.full else None
+        # A NULL bitmap without NULLs: all zero, or with the unused trailing bits set (servers
+        # write both).
+        nb = self.null_bytes
+        pad = (0xFF << (len(present) & 7)) & 0xFF if len(present) & 7 else 0
+        self.no_nulls = {bytes(nb), bytes(nb - 1) + bytes((pad,))} if nb else {b""}
 
     def read(self, buf, pos: int):
         """One image at *pos*: (tuple of values, position after it)."""
@@ -38,13 +44,8 @@ class ImageReader:
             raise TruncatedEventError("row image null bitmap runs past the end of the event")
         pos += nb
         try:
-            if self.full and not any(nulls):
-                values = []
-                append = values.append
-                for _i, dec in self.plan:
-                    v, pos = dec(buf, pos)
-                    append(v)
-                return tuple(values), pos
+            if self.fast is not None and nulls in self.no_nulls:
+                return self.fast(buf, pos)
             values = [ABSENT] * self.ncols
             for k, (i, dec) in enumerate(self.plan):
                 if nulls[k >> 3] & (1 << (k & 7)):

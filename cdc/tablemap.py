@@ -32,7 +32,7 @@ class TableMap:
     """
 
     __slots__ = ("table_id", "flags", "schema", "table", "columns", "primary_key",
-                 "has_optional_metadata", "_decoders", "json_columns")
+                 "has_optional_metadata", "_decoders", "json_columns", "_full_row_reader")
 
     def __init__(self, table_id: int, flags: int, schema: str, table: str,
                  columns: list[ColumnDef], primary_key: list[int], has_optional_metadata: bool):
@@ -44,6 +44,7 @@ class TableMap:
         self.primary_key = primary_key
         self.has_optional_metadata = has_optional_metadata
         self._decoders = None
+        self._full_row_reader = None
         self.json_columns = [c.index for c in columns if c.type == T.JSON]
 
     @property
@@ -61,12 +62,21 @@ class TableMap:
             self._decoders = [build_decoder(c) for c in self.columns]
         return self._decoders
 
+    @property
+    def full_row_reader(self):
+        """A generated reader for full, NULL-free row images (see :mod:`cdc.rowcompile`)."""
+        if self._full_row_reader is None:
+            from .rowcompile import compile_full_row_reader
+            self._full_row_reader = compile_full_row_reader(self, self.decoders)
+        return self._full_row_reader
+
     def apply_names(self, names: list[str]) -> None:
         """Set column names (e.g. from information_schema) when the binlog did not carry them."""
         for col, name in zip(self.columns, names):
             if col.name is None:
                 col.name = name
         self._decoders = None
+        self._full_row_reader = None
 
     def same_shape(self, other: "TableMap") -> bool:
         return (self.schema == other.schema and self.table == other.table
