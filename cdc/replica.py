@@ -325,6 +325,7 @@ class ReplicaClient:
         self.transactions_delivered = 0
         self.checksum: ChecksumAlg | None = None
         self._position = self._initial_position(self.start)
+        self._previous_position: Position | None = None
         self._last_commit_ts: int | None = None
         self._caught_up = False
 
@@ -361,6 +362,11 @@ class ReplicaClient:
         return self._position
 
     @property
+    def previous_position(self) -> Position | None:
+        """Right before the last transaction yielded (resume here to get it again)."""
+        return self._previous_position
+
+    @property
     def lag_seconds(self) -> float | None:
         """How far behind the source: 0 when the source says (heartbeat, end of binlog) that it
         has nothing more to send; otherwise now minus the commit time of the last transaction
@@ -374,6 +380,16 @@ class ReplicaClient:
     @property
     def where(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def local_address(self) -> tuple | None:
+        """(host, port) of this end of the replication connection, while connected (what the
+        server's processlist shows as the client's Host)."""
+        reader = self._reader
+        try:
+            return reader.sock.getsockname() if reader is not None else None
+        except (OSError, AttributeError):
+            return None
 
     @property
     def closed(self) -> bool:
@@ -518,6 +534,7 @@ class ReplicaClient:
             file, end = (pos.file, pos.pos) if pos is not None else (tx.file, None)
         else:
             file = tx.file
+        self._previous_position = pos
         self._position = Position(file, end, gs, mg, tx.gtid)
         self._last_commit_ts = tx.timestamp
         self._caught_up = False
