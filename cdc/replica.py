@@ -322,6 +322,7 @@ class ReplicaClient:
         self.heartbeats = 0
         self.last_heartbeat: tuple[str, int] | None = None
         self.reconnects = 0
+        self.partial_transactions_dropped = 0   # cut off by a lost connection, then re-read
         self.transactions_delivered = 0
         self.checksum: ChecksumAlg | None = None
         self._position = self._initial_position(self.start)
@@ -459,14 +460,21 @@ class ReplicaClient:
 
     def _lost(self, e: BaseException) -> None:
         self.reconnects += 1
-        log.warning("replication connection to %s lost (%s); reconnecting from %s", self.where,
-                    e, self._position)
+        asm = self._asm
+        partial = ""
+        if asm is not None and asm.in_transaction:
+            self.partial_transactions_dropped += 1
+            partial = "; the transaction being received is dropped and read again"
+        log.warning("replication connection to %s lost (%s); reconnecting from %s%s", self.where,
+                    e, self._position, partial)
         self._disconnect()
 
     def _pump(self, max_idle: float | None) -> Iterator[Transaction]:
         reader, parser, asm = self._reader, self._parser, self._asm
         assert reader is not None and parser is not None and asm is not None
-        tick = self.tick if max_idle is None else max(0.01, min(self.tick, max_idle))
+        tick = min(self.tick, max_idle if max_idle is not None else self.tick,
+                   self.read_timeout / 2 if self.read_timeout else self.tick)
+        tick = max(0.01, tick)
         reader.sock.settimeout(tick)
         idle_since = time.monotonic()
         mysql_gtid = self.start.kind == "gtid" or (self._position is not None and
@@ -496,6 +504,9 @@ class ReplicaClient:
             elif head == 0xFF:
                 raise self._dump_error(payload)
             elif is_eof(payload):
+                if self.blocking:
+                    # A blocking dump never ends by itself: MariaDB sends EOF when it shuts down.
+                    raise ConnectionLost("the server ended the binlog dump (shutting down?)")
                 self._caught_up = True
                 return
             else:
@@ -587,7 +598,7 @@ class ReplicaClient:
                         state.next_action.sleep if state.next_action else 0)
 
         retrying = Retrying(stop=stop, wait=wait_exponential_jitter(
-            initial=p.initial_backoff, max=p.max_backoff, jitter=p.jitter),
+            multiplier=p.initial_backoff, max=p.max_backoff, jitter=p.jitter),
             retry=retry_if_exception(is_transient), sleep=self._sleep,
             before_sleep=before_sleep, reraise=True)
         try:

@@ -249,6 +249,7 @@ class Plan:
     """What one connection does after the dump command."""
 
     cut_after_events: int | None = None   # close the socket after this many events
+    hang_after_events: int | None = None  # then send nothing more (no heartbeat either)
     dump_error: tuple[int, str] | None = None  # answer the dump with this ERR
 
 
@@ -295,6 +296,10 @@ class FakeSource:
 
     def stop_listening(self) -> None:
         """Refuse new connections from now on (the server is gone for good)."""
+        try:  # shutdown() wakes the accept() in the other thread (close() alone would not)
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         try:
             self._listener.close()
         except OSError:
@@ -475,9 +480,66 @@ class FakeSource:
             if plan.cut_after_events is not None and i >= plan.cut_after_events:
                 sock.shutdown(socket.SHUT_RDWR)
                 return
+            if plan.hang_after_events is not None and i >= plan.hang_after_events:
+                break
             seq = self._send(sock, seq, b"\x00" + ev)
-        if flags & 1:  # BINLOG_DUMP_NON_BLOCK: EOF
+        if flags & 1 and plan.hang_after_events is None:  # BINLOG_DUMP_NON_BLOCK: EOF
             self._send(sock, seq, b"\xfe\x00\x00\x02\x00")
             return
         while not self._stop.wait(0.1):  # blocking mode: nothing more to send
             pass
+
+
+# --- TLS files for a test server ------------------------------------------------------------------
+
+
+def make_tls_files(directory) -> dict[str, str]:
+    """A throw-away CA and a server certificate for 127.0.0.1/localhost (PEM files in
+    *directory*): ``{"ca": ..., "cert": ..., "key": ...}``."""
+    import datetime
+    import ipaddress
+    from pathlib import Path
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    d = Path(directory)
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def name(cn):
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ca = (x509.CertificateBuilder().subject_name(name("binlog-cdc test CA"))
+          .issuer_name(name("binlog-cdc test CA")).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number())
+          .not_valid_before(now - datetime.timedelta(days=1))
+          .not_valid_after(now + datetime.timedelta(days=30))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False,
+                                       key_encipherment=False, data_encipherment=False,
+                                       key_agreement=False, key_cert_sign=True, crl_sign=True,
+                                       encipher_only=False, decipher_only=False), critical=True)
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()),
+                         critical=False)
+          .sign(ca_key, hashes.SHA256()))
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    cert = (x509.CertificateBuilder().subject_name(name("127.0.0.1")).issuer_name(ca.subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=30))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                           critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    files = {"ca": d / "ca.pem", "cert": d / "server-cert.pem", "key": d / "server-key.pem"}
+    files["ca"].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    files["cert"].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    files["key"].write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                               serialization.PrivateFormat.TraditionalOpenSSL,
+                                               serialization.NoEncryption()))
+    return {k: str(v) for k, v in files.items()}
