@@ -33,8 +33,8 @@ import re
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
 
 from .constants import ChecksumAlg
 from .errors import (BinlogPurgedError, CdcError, ConfigurationError, PrivilegeError,
@@ -253,7 +253,7 @@ class _Closed(Exception):
 
 
 _VARIABLES = ("log_bin", "binlog_format", "binlog_row_image", "binlog_checksum", "server_id",
-              "gtid_mode", "gtid_purged", "version")
+              "gtid_mode", "gtid_purged")
 
 
 # --- the client ------------------------------------------------------------------------------
@@ -445,8 +445,10 @@ class ReplicaClient:
         reader = self._reader
         if reader is not None:
             try:
-                reader.sock.shutdown(socket.SHUT_RDWR)
-            except (OSError, ValueError, AttributeError):
+                # The plain socket's shutdown, also for an SSLSocket (whose own shutdown() drops
+                # the TLS object under the thread that is reading): the reader wakes with EOF.
+                socket.socket.shutdown(reader.sock, socket.SHUT_RDWR)
+            except (OSError, ValueError, AttributeError, TypeError):
                 pass
 
     def __enter__(self):
@@ -688,7 +690,6 @@ class ReplicaClient:
             raise
 
     def _open_on(self, conn) -> None:
-        import pymysql
         info = parse_server_version(conn.get_server_info())
         self.server = info
         cur = conn.cursor()

@@ -577,6 +577,12 @@ def test_tls_stream_with_a_verified_server_certificate(private):
         got += [c.after for c in tx.changes()]
     assert [a[0] for a in got] == list(range(1, 3001))
     assert all(a[1] == "v" * (a[0] % 5000) for a in got)
+    # close() from another thread while a blocking TLS stream waits: it ends quietly
+    client = live_client(private, start=Start.at(file, pos),
+                         ssl={"ca": private.tls["ca"], "verify": True})
+    col = Collector(client, "t")
+    col.wait_for(3000, timeout=30)   # closes the client from this thread, re-raises its errors
+    assert len(col.changes) == 3000
     # a CA that did not sign the server's certificate is refused, and not retried
     other = make_tls_files(private.basedir)  # a new CA
     bad = live_client(private, start=Start.at(file, pos), blocking=False, ssl={"ca": other["ca"]})
@@ -727,3 +733,22 @@ def test_tail_text_non_blocking(mariadb, db):
     cmd, env = _tail_cmd(mariadb, "--file", "x", "--gtid", "0-1-1")
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "give only one of --gtid, --file" in r.stderr
+
+
+# --- MySQL 8.4 (only where a Docker engine is available) -----------------------------------------
+
+
+def test_mysql84_gtid_stream(mysql84):
+    """COM_BINLOG_DUMP_GTID against a real MySQL 8.4 (caching_sha2_password, GTID on)."""
+    mysql84.execute("CREATE TABLE IF NOT EXISTS cdc_test.r84 (id INT PRIMARY KEY, v VARCHAR(20))")
+    mysql84.execute("DELETE FROM cdc_test.r84")
+    executed = mysql84.execute("SELECT @@GLOBAL.gtid_executed")[0][0]
+    for i in range(1, 4):
+        mysql84.execute(f"INSERT INTO cdc_test.r84 VALUES ({i}, 'v{i}')")
+    client = ReplicaClient(mysql84.host, mysql84.port, mysql84.cdc_user, mysql84.cdc_password,
+                           server_id=next_server_id(), start=Start.gtid_set(executed),
+                           blocking=False, retry=FAST_RETRY)
+    txs = list(client.transactions())
+    assert [c.after for tx in txs for c in tx.changes()] == [(1, "v1"), (2, "v2"), (3, "v3")]
+    assert client.position.gtid_set == GtidSet.parse(
+        mysql84.execute("SELECT @@GLOBAL.gtid_executed")[0][0])
