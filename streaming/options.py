@@ -1,0 +1,269 @@
+"""Options of the ``binlog-cdc`` Spark source, parsed and checked once.
+
+Spark hands the options over with lower-cased keys; they are matched case-insensitively, so
+``maxEventsPerTrigger`` and ``maxeventspertrigger`` are the same option. An unknown option is an
+error that lists the valid ones (a typo must not be silently ignored).
+
+The password (``password``, ``passwordFile`` or the ``BINLOG_CDC_PASSWORD`` environment
+variable, in that order) is held in a :class:`Secret`: its ``repr``/``str`` is ``***``, so it
+cannot leak through logs, reprs, plans or exception messages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from cdc.errors import ConfigurationError
+from cdc.transactions import TableFilter
+
+PASSWORD_ENV = "BINLOG_CDC_PASSWORD"
+
+# name -> one-line description (also the order of the "valid options" list in errors)
+OPTIONS: dict[str, str] = {
+    "host": "server host name (streaming)",
+    "port": "server port (default 3306)",
+    "user": "replication user (REPLICATION SLAVE, REPLICATION CLIENT, SELECT)",
+    "password": "the user's password (never logged)",
+    "passwordFile": "a file holding the password (first line)",
+    "serverId": "replica server_id; connections use serverId .. serverId+1024 (default random)",
+    "startingPosition": "earliest | latest (default) | {\"file\": ..., \"pos\": ...} | "
+                        "{\"gtid\": \"...\"}",
+    "includeTables": "comma-separated db.table globs to keep",
+    "excludeTables": "comma-separated db.table globs to drop",
+    "table": "db.table: typed mode, before/after as structs of the table's Spark types",
+    "maxEventsPerTrigger": "at most this many row changes per micro-batch (whole transactions)",
+    "maxBytesPerTrigger": "at most this many binlog bytes per micro-batch (whole transactions)",
+    "minPartitions": "split each micro-batch into at least this many tasks (default 1)",
+    "maxBytesPerPartition": "binlog bytes per task at most (default 16 MiB)",
+    "failOnDataLoss": "true (default): purged binlogs stop the query; false: skip them",
+    "heartbeatIntervalMs": "replication heartbeat period (default 10000)",
+    "connectTimeoutMs": "connect timeout (default 10000)",
+    "sslCa": "TLS: CA bundle file", "sslCert": "TLS: client certificate",
+    "sslKey": "TLS: client key", "sslVerify": "TLS: verify the server certificate (true/false)",
+    "path": "batch: binlog file(s), directory, .index file or glob",
+    "paths": "batch: several of those (set by DataFrameReader.load([...]))",
+}
+_BY_LOWER = {k.lower(): k for k in OPTIONS}
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+class Secret:
+    """A string that never shows itself: ``repr``/``str``/format give ``***``."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str):
+        self._value = value
+
+    def get(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    def __str__(self) -> str:
+        return "***"
+
+    def __format__(self, spec: str) -> str:
+        return "***"
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+    def __reduce__(self):
+        return (Secret, (self._value,))
+
+
+def _bool(name: str, text: str) -> bool:
+    t = text.strip().lower()
+    if t in _TRUE:
+        return True
+    if t in _FALSE:
+        return False
+    raise ConfigurationError(f"option {name} must be true or false, not {text!r}")
+
+
+def _int(name: str, text: str, lo: int | None = None, hi: int | None = None) -> int:
+    try:
+        v = int(str(text).strip())
+    except ValueError:
+        raise ConfigurationError(f"option {name} must be an integer, not {text!r}") from None
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        rng = f">= {lo}" if hi is None else f"from {lo} to {hi}"
+        raise ConfigurationError(f"option {name} must be {rng}, not {v}")
+    return v
+
+
+def _globs(text: str | None) -> list[str]:
+    if not text:
+        return []
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+@dataclass(frozen=True)
+class StartSpec:
+    """Parsed ``startingPosition``: kind is earliest, latest, file or gtid."""
+
+    kind: str
+    file: str | None = None
+    pos: int | None = None
+    gtid: str | None = None
+
+    @classmethod
+    def parse(cls, text: str | None) -> "StartSpec":
+        if text is None or not text.strip():
+            return cls("latest")
+        t = text.strip()
+        if t.lower() in ("earliest", "latest"):
+            return cls(t.lower())
+        try:
+            d = json.loads(t)
+        except ValueError:
+            d = None
+        if isinstance(d, dict):
+            if "gtid" in d and isinstance(d["gtid"], str) and set(d) == {"gtid"}:
+                return cls("gtid", gtid=d["gtid"])
+            if set(d) >= {"file", "pos"} and set(d) <= {"file", "pos", "gtid"} \
+                    and isinstance(d["file"], str) and isinstance(d["pos"], int) and d["pos"] >= 4:
+                return cls("file", file=d["file"], pos=d["pos"])
+        raise ConfigurationError(
+            f"startingPosition {text!r} is not understood: use earliest, latest, "
+            f'{{"file": "mysql-bin.000042", "pos": 4}} or {{"gtid": "0-1-42"}}')
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """Every option of the source, typed. Build with :meth:`parse`."""
+
+    host: str | None = None
+    port: int = 3306
+    user: str | None = None
+    password: Secret = field(default_factory=lambda: Secret(""), repr=False)
+    server_id: int = 0
+    starting: StartSpec = field(default_factory=lambda: StartSpec("latest"))
+    include_tables: tuple = ()
+    exclude_tables: tuple = ()
+    table: str | None = None
+    max_events: int | None = None
+    max_bytes: int | None = None
+    min_partitions: int = 1
+    max_bytes_per_partition: int = 16 << 20
+    fail_on_data_loss: bool = True
+    heartbeat_s: float = 10.0
+    connect_timeout_s: float = 10.0
+    ssl: dict | None = None
+    paths: tuple = ()
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], *, streaming: bool = False) -> "SourceOptions":
+        raw: dict[str, str] = {}
+        for k, v in dict(options).items():
+            canon = _BY_LOWER.get(str(k).lower())
+            if canon is None:
+                valid = ", ".join(OPTIONS)
+                raise ConfigurationError(f"unknown option {k!r} for the binlog-cdc source; valid "
+                                         f"options are: {valid}")
+            raw[canon] = v
+        get = raw.get
+        kw: dict = {}
+        if get("host"):
+            kw["host"] = get("host").strip()
+        if get("port"):
+            kw["port"] = _int("port", get("port"), 1, 65535)
+        if get("user"):
+            kw["user"] = get("user")
+        kw["password"] = _password(raw)
+        if get("serverId"):
+            kw["server_id"] = _int("serverId", get("serverId"), 1, (1 << 32) - 1 - 1024)
+        else:
+            kw["server_id"] = random.SystemRandom().randrange(1 << 30, (1 << 32) - 2048)
+        kw["starting"] = StartSpec.parse(get("startingPosition"))
+        kw["include_tables"] = tuple(_globs(get("includeTables")))
+        kw["exclude_tables"] = tuple(_globs(get("excludeTables")))
+        if get("table"):
+            t = get("table").strip()
+            if t.count(".") != 1 or t.startswith(".") or t.endswith(".") or "*" in t:
+                raise ConfigurationError(f"option table must name one table as db.table, "
+                                         f"not {t!r}")
+            if kw["include_tables"]:
+                raise ConfigurationError("options table and includeTables exclude each other: "
+                                         "table already selects the one table to read")
+            kw["table"] = t
+        if get("maxEventsPerTrigger"):
+            kw["max_events"] = _int("maxEventsPerTrigger", get("maxEventsPerTrigger"), 1)
+        if get("maxBytesPerTrigger"):
+            kw["max_bytes"] = _int("maxBytesPerTrigger", get("maxBytesPerTrigger"), 1)
+        if get("minPartitions"):
+            kw["min_partitions"] = _int("minPartitions", get("minPartitions"), 1, 1024)
+        if get("maxBytesPerPartition"):
+            kw["max_bytes_per_partition"] = _int("maxBytesPerPartition",
+                                                 get("maxBytesPerPartition"), 1)
+        if get("failOnDataLoss") is not None:
+            kw["fail_on_data_loss"] = _bool("failOnDataLoss", get("failOnDataLoss"))
+        if get("heartbeatIntervalMs"):
+            kw["heartbeat_s"] = _int("heartbeatIntervalMs", get("heartbeatIntervalMs"), 1) / 1000
+        if get("connectTimeoutMs"):
+            kw["connect_timeout_s"] = _int("connectTimeoutMs", get("connectTimeoutMs"), 1) / 1000
+        ssl = {}
+        for opt, key in (("sslCa", "ca"), ("sslCert", "cert"), ("sslKey", "key")):
+            if get(opt):
+                ssl[key] = get(opt)
+        if get("sslVerify") is not None:
+            ssl["verify"] = _bool("sslVerify", get("sslVerify"))
+        kw["ssl"] = ssl or None
+        paths: list[str] = []
+        if get("path"):
+            paths.append(get("path"))
+        if get("paths"):
+            try:
+                more = json.loads(get("paths"))
+            except ValueError:
+                more = [get("paths")]
+            paths += [str(p) for p in (more if isinstance(more, list) else [more])]
+        kw["paths"] = tuple(paths)
+        opts = cls(**kw)
+        if streaming:
+            opts.check_connection()
+        return opts
+
+    def check_connection(self) -> None:
+        if not self.host:
+            raise ConfigurationError("the binlog-cdc stream needs option host (and port, user, "
+                                     "password or passwordFile)")
+        if not self.user:
+            raise ConfigurationError("the binlog-cdc stream needs option user (a user with "
+                                     "REPLICATION SLAVE and REPLICATION CLIENT)")
+
+    def table_filter(self) -> TableFilter | None:
+        include = [self.table] if self.table else list(self.include_tables)
+        f = TableFilter(include, list(self.exclude_tables))
+        return f if f else None
+
+    def describe(self) -> str:
+        """For messages: where, as whom (never the password)."""
+        return f"{self.user}@{self.host}:{self.port}"
+
+
+def _password(raw: dict) -> Secret:
+    if raw.get("password"):
+        return Secret(raw["password"])
+    path = raw.get("passwordFile")
+    if path:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.readline().rstrip("\r\n")
+        except OSError as e:
+            raise ConfigurationError(f"cannot read passwordFile {path}: {e.strerror}") from None
+        return Secret(text)
+    return Secret(os.environ.get(PASSWORD_ENV, ""))

@@ -1,0 +1,665 @@
+"""The ``binlog-cdc`` PySpark data source: MySQL/MariaDB row changes as a DataFrame.
+
+Streaming (a live server, over the replication protocol)::
+
+    df = (spark.readStream.format("binlog-cdc")
+          .option("host", "db.example").option("port", 3306)
+          .option("user", "cdc").option("passwordFile", "/run/secrets/cdc")
+          .option("serverId", 4242)                      # connections use 4242 .. 4242+1024
+          .option("startingPosition", "earliest")         # or latest, {"file":..,"pos":..}, {"gtid":..}
+          .option("includeTables", "shop.*").option("maxEventsPerTrigger", 50000)
+          .load())
+
+Batch (archived binlog files)::
+
+    df = spark.read.format("binlog-cdc").load("/backups/binlogs/mysql-bin.*")
+
+Both give the schema documented in :mod:`streaming.schema`. The options are listed in
+:mod:`streaming.options`.
+
+How a stream works
+------------------
+* Offsets are transaction boundaries (:mod:`streaming.offsets`).
+* The driver-side reader only tracks positions: ``SHOW MASTER STATUS`` for the end of the
+  binlog, and the boundaries of the transactions after the last offset (one non-blocking
+  replication connection reads them; row images are not decoded unless ``maxEventsPerTrigger``
+  needs the number of rows).
+* ``partitions(start, end)`` cuts the range into chunks at transaction boundaries: one per binlog
+  file at least, and files split into byte-balanced chunks (``minPartitions``,
+  ``maxBytesPerPartition``). Each chunk is read by a task over its own replication connection
+  (``serverId + 1 + chunk index``), from the chunk start until the chunk end, and decoded there
+  into Arrow record batches. A replayed batch (after a restart) is planned from the file list
+  alone: one chunk per file.
+* Purged binlogs: with ``failOnDataLoss=true`` (default) the query stops with an error naming
+  the missing file; with ``false`` the purged range is skipped (a warning is logged).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from typing import Iterator
+
+from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
+                                    InputPartition)
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxBytes,
+                                              ReadMaxRows, SupportsTriggerAvailableNow)
+from pyspark.sql.types import StructType
+
+from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError, ReplicationError
+from cdc.files import BinlogFileReader, binlog_paths
+from cdc.transactions import TransactionAssembler
+
+from .offsets import BinlogOffset, file_number
+from .options import SourceOptions
+from .schema import (JSON_SCHEMA, BatchBuilder, columns_from_server, record_batches,
+                     typed_schema)
+
+log = logging.getLogger("binlog_cdc.spark")
+
+MAX_CHUNKS = 1024          # server ids serverId+1 .. serverId+1024 are used by tasks
+SCAN_LOOKAHEAD = 4         # the driver scans up to this many limits' worth ahead
+
+
+# ===================================================================================================
+# connections
+# ===================================================================================================
+
+
+def connect(opts: SourceOptions):
+    """A plain PyMySQL connection (driver-side queries: positions, information_schema)."""
+    import pymysql
+    from cdc.replica import SslOptions
+    kw = dict(host=opts.host, port=opts.port, user=opts.user, password=opts.password.get(),
+              connect_timeout=opts.connect_timeout_s, read_timeout=60, write_timeout=60,
+              charset="utf8mb4", autocommit=True)
+    if opts.ssl:
+        kw["ssl"] = SslOptions.coerce(opts.ssl).context()
+    try:
+        return pymysql.connect(**kw)
+    except pymysql.err.MySQLError as e:
+        # PyMySQL's message never holds the password; keep only its text
+        raise ReplicationError(f"cannot connect to {opts.describe()}: {e.args[-1] if e.args else e}"
+                               ) from None
+
+
+def replica_client(opts: SourceOptions, start, server_id: int):
+    """A non-blocking :class:`cdc.replica.ReplicaClient` from *start*."""
+    from cdc.replica import ReplicaClient, RetryPolicy
+    return ReplicaClient(
+        opts.host, opts.port, opts.user, opts.password.get(), server_id=server_id, start=start,
+        blocking=False, heartbeat_interval=opts.heartbeat_s, ssl=opts.ssl,
+        table_filter=opts.table_filter(), connect_timeout=opts.connect_timeout_s,
+        retry=RetryPolicy(max_attempts=10, max_time=120, initial_backoff=0.2, max_backoff=5),
+        check_server_id=False)
+
+
+def _query(conn, sql: str, args=None) -> list[tuple]:
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall()) if cur.description else []
+
+
+# ===================================================================================================
+# the data source
+# ===================================================================================================
+
+
+class BinlogCdcDataSource(DataSource):
+    """``format("binlog-cdc")``: see the module docstring, :mod:`streaming.schema` (the schema)
+    and :mod:`streaming.options` (the options)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "binlog-cdc"
+
+    def __init__(self, options):
+        super().__init__(options)
+        self._opts: SourceOptions | None = None
+        self._columns = None
+
+    @property
+    def opts(self) -> SourceOptions:
+        if self._opts is None:
+            self._opts = SourceOptions.parse(self.options)
+        return self._opts
+
+    def _typed_columns(self, streaming: bool):
+        opts = self.opts
+        if not opts.table:
+            return None
+        if self._columns is None:
+            db, table = opts.table.split(".")
+            if streaming or not opts.paths:
+                opts.check_connection()
+                conn = connect(opts)
+                try:
+                    self._columns = columns_from_server(conn, db, table)
+                finally:
+                    conn.close()
+            else:
+                self._columns = columns_from_files(opts, db, table)
+        return self._columns
+
+    def schema(self):
+        opts = self.opts
+        if opts.table:
+            return typed_schema(self._typed_columns(streaming=not opts.paths))
+        return JSON_SCHEMA
+
+    def reader(self, schema: StructType) -> "FileBatchReader":
+        opts = self.opts
+        if not opts.paths:
+            raise ConfigurationError("a batch read of binlog-cdc needs files: "
+                                     "spark.read.format('binlog-cdc').load('/path/mysql-bin.*')")
+        return FileBatchReader(opts, schema, self._typed_columns(streaming=False))
+
+    def streamReader(self, schema: StructType) -> "BinlogStreamReader":
+        opts = self.opts
+        opts.check_connection()
+        return BinlogStreamReader(opts, schema, self._typed_columns(streaming=True))
+
+
+# ===================================================================================================
+# batch: archived binlog files
+# ===================================================================================================
+
+
+class FilePartition(InputPartition):
+    def __init__(self, path: str):
+        super().__init__(path)
+        self.path = path
+
+
+def columns_from_files(opts: SourceOptions, db: str, table: str):
+    """The column definitions of *db.table* from the first TABLE_MAP for it in the files."""
+    from cdc.events import TableMapEvent
+    want = (db.lower(), table.lower())
+    for path in binlog_paths(opts.paths):
+        for ev in BinlogFileReader([path]).events():
+            if isinstance(ev, TableMapEvent):
+                tmap = ev.table
+                if (tmap.schema.lower(), tmap.table.lower()) == want:
+                    if any(c.name is None for c in tmap.columns):
+                        raise ConfigurationError(
+                            f"option table: the binlog's TABLE_MAP of {db}.{table} has no column "
+                            f"names (binlog_row_metadata=FULL is needed for typed batch reads)")
+                    return tmap.columns
+    raise ConfigurationError(f"option table: {db}.{table} has no row changes in the given files")
+
+
+class FileBatchReader(DataSourceReader):
+    """One task per binlog file; each decodes its file with the sans-IO parser."""
+
+    def __init__(self, opts: SourceOptions, schema: StructType, columns):
+        self.opts = opts
+        self.schema = schema
+        self.columns = columns
+
+    def partitions(self):
+        paths = binlog_paths(self.opts.paths)
+        if not paths:
+            raise ConfigurationError(f"no binlog files at {', '.join(self.opts.paths)}")
+        return [FilePartition(str(p)) for p in paths]
+
+    def read(self, partition: FilePartition) -> Iterator:
+        builder = BatchBuilder(self.schema, self.columns)
+        asm = TransactionAssembler(self.opts.table_filter())
+
+        def transactions():
+            for ev in BinlogFileReader([partition.path]).events():
+                tx = asm.push(ev)
+                if tx is not None:
+                    yield tx
+        return record_batches(transactions(), builder)
+
+
+# ===================================================================================================
+# streaming
+# ===================================================================================================
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """The end of one transaction: where the next one starts, and what the transaction held."""
+
+    file: str
+    pos: int
+    gtid: str | None
+    rows: int      # row changes kept by the table filter (0 when not counted)
+    bytes: int     # binlog bytes of the transaction
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (file_number(self.file), self.pos)
+
+    def offset(self) -> BinlogOffset:
+        return BinlogOffset(self.file, self.pos, self.gtid)
+
+
+class BinlogChunk(InputPartition):
+    """Read transactions of ``file`` from ``start`` to ``end`` (a transaction boundary, or the
+    file size: up to the file's end)."""
+
+    def __init__(self, index: int, file: str, start: int, end: int, to_file_end: bool):
+        super().__init__((file, start, end))
+        self.index = index
+        self.file = file
+        self.start = start
+        self.end = end
+        self.to_file_end = to_file_end
+
+    def __repr__(self) -> str:
+        return f"BinlogChunk({self.index}, {self.file}, {self.start}..{self.end})"
+
+
+class _GtidTracker:
+    """Carries the GTID state (MariaDB position / MySQL set) from boundary to boundary."""
+
+    def __init__(self, text: str | None, mariadb: bool):
+        self.mariadb = mariadb
+        self.state = None
+        if text is not None:
+            from cdc.gtid import GtidSet, MariaGtidPosition
+            self.state = MariaGtidPosition.parse(text) if mariadb else GtidSet.parse(text)
+
+    def advance(self, gtid: str | None) -> str | None:
+        if self.state is None:
+            return None
+        if gtid:
+            self.state = self.state.advance(gtid) if self.mariadb else self.state.add(gtid)
+        return str(self.state)
+
+
+class _Driver:
+    """Driver-side state: a cached query connection and the boundaries found after the anchor."""
+
+    def __init__(self, opts: SourceOptions):
+        self.opts = opts
+        self.conn = None
+        self.mariadb: bool | None = None
+        self.anchor: BinlogOffset | None = None
+        self.boundaries: list[Boundary] = []
+        self.scanned_to: tuple[int, int] | None = None   # the server end fully scanned
+        self.server_end: BinlogOffset | None = None
+        self.available_now_end: tuple[int, int] | None = None
+
+    def query(self, sql: str, args=None) -> list[tuple]:
+        import pymysql
+        for attempt in (0, 1):
+            if self.conn is None:
+                self.conn = connect(self.opts)
+                self.mariadb = "mariadb" in str(self.conn.get_server_info()).lower()
+            try:
+                return _query(self.conn, sql, args)
+            except (pymysql.err.OperationalError, pymysql.err.InterfaceError):
+                self.close()
+                if attempt:
+                    raise
+        return []
+
+    def close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+    def binary_logs(self) -> list[tuple[str, int]]:
+        return [(str(r[0]), int(r[1])) for r in self.query("SHOW BINARY LOGS")]
+
+    def master_status(self) -> tuple[BinlogOffset, str | None]:
+        """The end of the binlog now, and (MySQL) the executed GTID set there."""
+        self.query("SELECT 1")
+        rows = []
+        for sql in ("SHOW BINARY LOG STATUS", "SHOW MASTER STATUS"):
+            if self.mariadb and sql == "SHOW BINARY LOG STATUS":
+                continue
+            try:
+                rows = self.query(sql)
+                break
+            except Exception:  # noqa: BLE001 - the older statement next
+                continue
+        if not rows:
+            raise ConfigurationError(f"SHOW MASTER STATUS on {self.opts.describe()} returned "
+                                     f"nothing: is the binary log on (log_bin)?")
+        row = rows[0]
+        executed = str(row[4]) if len(row) > 4 and row[4] is not None else None
+        end = BinlogOffset(str(row[0]), int(row[1]))
+        self.server_end = end
+        return end, executed
+
+    def gtid_at(self, file: str, pos: int, mysql_set: str | None = None) -> str | None:
+        if self.mariadb is None:
+            self.query("SELECT 1")
+        if self.mariadb:
+            try:
+                rows = self.query("SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))
+            except Exception as e:  # noqa: BLE001
+                log.warning("BINLOG_GTID_POS(%s, %d) failed (%s): offsets carry no GTID", file,
+                            pos, e)
+                return None
+            return str(rows[0][0]) if rows and rows[0][0] is not None else None
+        return mysql_set
+
+    def check_file(self, file: str) -> list[tuple[str, int]]:
+        logs = self.binary_logs()
+        if file not in {n for n, _ in logs}:
+            have = f"{logs[0][0]} .. {logs[-1][0]}" if logs else "no binlog files"
+            raise BinlogPurgedError(
+                f"binlog file {file} is no longer on {self.opts.describe()} (it has {have}): it "
+                f"was purged before the stream read it, so those changes are lost. Restart the "
+                f"query from a new snapshot and a new checkpoint, or set failOnDataLoss=false to "
+                f"skip the purged range")
+        return logs
+
+
+class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """See the module docstring. Driver state is created lazily and never pickled."""
+
+    def __init__(self, opts: SourceOptions, schema: StructType, columns):
+        self.opts = opts
+        self.schema = schema
+        self.columns = columns
+        self._driver: _Driver | None = None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_driver"] = None
+        return state
+
+    def __repr__(self) -> str:
+        return f"<BinlogStreamReader {self.opts.describe()}>"
+
+    @property
+    def driver(self) -> _Driver:
+        if self._driver is None:
+            self._driver = _Driver(self.opts)
+        return self._driver
+
+    # --- offsets ---------------------------------------------------------------------------
+
+    def initialOffset(self) -> dict:
+        d = self.driver
+        spec = self.opts.starting
+        if spec.kind == "latest":
+            end, executed = d.master_status()
+            return BinlogOffset(end.file, end.pos, d.gtid_at(end.file, end.pos, executed)).to_dict()
+        if spec.kind == "earliest":
+            logs = d.binary_logs()
+            if not logs:
+                raise ConfigurationError(f"SHOW BINARY LOGS on {self.opts.describe()} lists no "
+                                         f"file: is the binary log on?")
+            purged = None
+            if not d.mariadb:
+                rows = d.query("SELECT @@GLOBAL.gtid_purged")
+                purged = str(rows[0][0] or "") if rows else None
+            return BinlogOffset(logs[0][0], 4, d.gtid_at(logs[0][0], 4, purged)).to_dict()
+        if spec.kind == "file":
+            d.check_file(spec.file)
+            return BinlogOffset(spec.file, spec.pos, d.gtid_at(spec.file, spec.pos)).to_dict()
+        return self._gtid_start(spec.gtid).to_dict()
+
+    def _gtid_start(self, text: str) -> BinlogOffset:
+        """The boundary where a GTID start begins: the first transaction the server sends for
+        it, or the end of the binlog when there is none yet."""
+        d = self.driver
+        end, _ = d.master_status()
+        client = replica_client(self.opts, text, self.opts.server_id)
+        try:
+            for tx in client.transactions():
+                return BinlogOffset(tx.file, tx.pos, text.strip())
+        finally:
+            client.close()
+        return BinlogOffset(end.file, end.pos, text.strip())
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_events:
+            return ReadMaxRows(self.opts.max_events)
+        if self.opts.max_bytes:
+            return ReadMaxBytes(self.opts.max_bytes)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        end, _ = self.driver.master_status()
+        self.driver.available_now_end = end.key
+        log.info("availableNow: reading up to %s", end)
+
+    def reportLatestOffset(self):
+        end = self.driver.server_end
+        return None if end is None else {"file": end.file, "pos": end.pos}
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        d = self.driver
+        s = BinlogOffset.from_dict(start)
+        max_rows, max_bytes = self._limits(limit)
+        end, _ = d.master_status()
+        target = end.key
+        if d.available_now_end is not None:
+            target = min(target, d.available_now_end)
+        self._anchor(s)
+        if self._need_scan(max_rows, max_bytes, target):
+            self._scan(s, max_rows, max_bytes, target)
+        chosen = self._choose(max_rows, max_bytes, target)
+        return (chosen.offset() if chosen is not None else s).to_dict()
+
+    def _limits(self, limit: ReadLimit) -> tuple[int | None, int | None]:
+        if isinstance(limit, ReadMaxRows):
+            return limit.max_rows, self.opts.max_bytes
+        if isinstance(limit, ReadMaxBytes):
+            return self.opts.max_events, limit.max_bytes
+        return None, None   # ReadAllAvailable (and limits this source does not apply)
+
+    def _anchor(self, s: BinlogOffset) -> None:
+        """Make the cached boundaries start right after *s*."""
+        d = self.driver
+        if d.anchor is not None and d.anchor.same_place(s):
+            d.anchor = s
+            return
+        for i, b in enumerate(d.boundaries):
+            if b.file == s.file and b.pos == s.pos:
+                d.boundaries = d.boundaries[i + 1:]
+                d.anchor = s
+                return
+        d.boundaries = []
+        d.anchor = s
+        d.scanned_to = None
+
+    def _choose(self, max_rows, max_bytes, target) -> Boundary | None:
+        """The furthest cached boundary within the limits and the target."""
+        rows = nbytes = 0
+        chosen = None
+        for b in self.driver.boundaries:
+            if b.key > target:
+                break
+            rows += b.rows
+            nbytes += b.bytes
+            if chosen is not None and ((max_rows is not None and rows > max_rows) or
+                                       (max_bytes is not None and nbytes > max_bytes)):
+                break
+            chosen = b
+        return chosen
+
+    def _need_scan(self, max_rows, max_bytes, target) -> bool:
+        """Whether the cached boundaries fall short of both the limits and the target."""
+        d = self.driver
+        if d.scanned_to is not None and d.scanned_to >= target:
+            return False
+        if not d.boundaries:
+            return True
+        if d.boundaries[-1].key >= target:
+            return False
+        rows = sum(b.rows for b in d.boundaries)
+        nbytes = sum(b.bytes for b in d.boundaries)
+        return not ((max_rows is not None and rows > max_rows) or
+                    (max_bytes is not None and nbytes > max_bytes))
+
+    def _scan(self, s: BinlogOffset, max_rows, max_bytes, target) -> None:
+        """Find transaction boundaries after the last known one (non-blocking dump)."""
+        d = self.driver
+        last = d.boundaries[-1].offset() if d.boundaries else s
+        logs = d.binary_logs()
+        if last.file not in {n for n, _ in logs}:
+            last = self._data_lost(last, logs)
+            if last is None:
+                return
+        gt = _GtidTracker(last.gtid, bool(d.mariadb))
+        rows = sum(b.rows for b in d.boundaries)
+        nbytes = sum(b.bytes for b in d.boundaries)
+        count_rows = max_rows is not None
+        cap_rows = None if max_rows is None else max_rows * SCAN_LOOKAHEAD
+        cap_bytes = None if max_bytes is None else max_bytes * SCAN_LOOKAHEAD
+        client = replica_client(self.opts, (last.file, last.pos), self.opts.server_id)
+        t0 = time.monotonic()
+        found = 0
+        complete = True
+        try:
+            for tx in client.transactions():
+                r = sum(len(ev.rows) for ev in tx.rows_events) if count_rows else 0
+                b = Boundary(tx.file, tx.end_pos, gt.advance(tx.gtid), r,
+                             max(0, tx.end_pos - tx.pos))
+                d.boundaries.append(b)
+                found += 1
+                rows += r
+                nbytes += b.bytes
+                if b.key >= target:
+                    complete = False
+                    break
+                if (cap_rows is not None and rows > cap_rows) or \
+                        (cap_bytes is not None and nbytes > cap_bytes):
+                    complete = False
+                    break
+        except BinlogPurgedError as e:
+            if self.opts.fail_on_data_loss:
+                raise BinlogPurgedError(f"{e} (set failOnDataLoss=false to skip lost data)") \
+                    from None
+            log.warning("data loss: %s; skipping", e)
+        finally:
+            client.close()
+        if complete:
+            d.scanned_to = target
+        log.debug("scanned %d transactions from %s in %.2f s", found, last,
+                  time.monotonic() - t0)
+
+    def _data_lost(self, last: BinlogOffset, logs) -> BinlogOffset | None:
+        """*last* is in a purged file: fail, or (failOnDataLoss=false) move to the first file."""
+        have = f"{logs[0][0]} .. {logs[-1][0]}" if logs else "no binlog files"
+        msg = (f"binlog file {last.file} (stream offset {last}) is no longer on "
+               f"{self.opts.describe()} (it has {have}): it was purged before the stream read "
+               f"it, so changes were lost")
+        if self.opts.fail_on_data_loss:
+            raise BinlogPurgedError(msg + ". Restart from a new snapshot with a new checkpoint, "
+                                          "or set failOnDataLoss=false to skip the purged range")
+        if not logs:
+            return None
+        log.warning("%s; continuing at %s:4 (failOnDataLoss=false)", msg, logs[0][0])
+        first = BinlogOffset(logs[0][0], 4, self.driver.gtid_at(logs[0][0], 4) if
+                             last.gtid is not None else None)
+        # the gap itself becomes a boundary: the next offset jumps over the purged files
+        self.driver.boundaries.append(Boundary(first.file, first.pos, first.gtid, 0, 0))
+        return first
+
+    # --- planning --------------------------------------------------------------------------
+
+    def partitions(self, start: dict, end: dict):
+        s, e = BinlogOffset.from_dict(start), BinlogOffset.from_dict(end)
+        if s.same_place(e) or s.key >= e.key:
+            return []
+        d = self.driver
+        logs = d.binary_logs()
+        sizes = dict(logs)
+        files = [n for n, _ in logs if s.key[0] <= file_number(n) <= e.key[0]]
+        if s.file not in sizes:
+            have = f"{logs[0][0]} .. {logs[-1][0]}" if logs else "no binlog files"
+            msg = (f"binlog file {s.file} (batch start {s}) is no longer on "
+                   f"{self.opts.describe()} (it has {have}): changes were lost")
+            if self.opts.fail_on_data_loss:
+                raise BinlogPurgedError(msg + "; set failOnDataLoss=false to skip them")
+            log.warning("%s; skipping the purged files", msg)
+        ranges = []   # (file, start, end, to_file_end)
+        for f in files:
+            a = s.pos if f == s.file else 4
+            if f == e.file:
+                ranges.append((f, a, e.pos, False))
+            else:
+                ranges.append((f, a, sizes[f], True))
+        ranges = [r for r in ranges if r[1] < r[2]]
+        total = sum(b - a for _, a, b, _ in ranges)
+        target = max(1, min(self.opts.max_bytes_per_partition,
+                            math.ceil(total / self.opts.min_partitions)))
+        cuts_by_file: dict[str, list[int]] = {}
+        for x in d.boundaries:          # every cached boundary is a valid cut point
+            cuts_by_file.setdefault(x.file, []).append(x.pos)
+        while True:
+            chunks: list[tuple] = []
+            for f, a, b, to_end in ranges:
+                cur = a
+                for pos in sorted(cuts_by_file.get(f, ())):
+                    if a < pos < b and pos - cur >= target:
+                        chunks.append((f, cur, pos, False))
+                        cur = pos
+                chunks.append((f, cur, b, to_end))
+            if len(chunks) <= max(MAX_CHUNKS, len(ranges)):
+                break
+            target *= 2
+        return [BinlogChunk(i, f, a, b, to_end) for i, (f, a, b, to_end) in enumerate(chunks)]
+
+    def commit(self, end: dict) -> None:
+        """Spark is done with everything up to *end*: forget boundaries up to there."""
+        d = self._driver
+        if d is None:
+            return
+        e = BinlogOffset.from_dict(end)
+        if d.anchor is not None and d.anchor.key < e.key:
+            self._anchor(e)
+
+    def stop(self) -> None:
+        if self._driver is not None:
+            self._driver.close()
+
+    # --- executors -------------------------------------------------------------------------
+
+    def read(self, partition: BinlogChunk) -> Iterator:
+        builder = BatchBuilder(self.schema, self.columns)
+        return record_batches(self._chunk_transactions(partition), builder)
+
+    def _chunk_transactions(self, chunk: BinlogChunk):
+        opts = self.opts
+        client = replica_client(opts, (chunk.file, chunk.start),
+                                opts.server_id + 1 + chunk.index % MAX_CHUNKS)
+        reached = False
+        try:
+            try:
+                for tx in client.transactions():
+                    if tx.file != chunk.file:
+                        reached = chunk.to_file_end
+                        break
+                    if tx.end_pos > chunk.end:
+                        if tx.pos < chunk.end:
+                            raise CdcError(f"{chunk}: the transaction at {tx.file}:{tx.pos} ends "
+                                           f"at {tx.end_pos}, past the planned end of the chunk; "
+                                           f"the binlog changed under the stream")
+                        reached = True
+                        break
+                    yield tx
+                    if tx.end_pos == chunk.end:
+                        reached = True
+                        break
+                else:
+                    # the end of the binlog: a chunk to the end of a file ends there too
+                    reached = chunk.to_file_end or (client.position is not None and
+                                                    client.position.file != chunk.file)
+            except BinlogPurgedError as e:
+                if opts.fail_on_data_loss:
+                    raise BinlogPurgedError(f"{chunk}: {e} (set failOnDataLoss=false to skip "
+                                            f"lost data)") from None
+                log.warning("%s: data lost, skipped: %s", chunk, e)
+                return
+        finally:
+            client.close()
+        if not reached:
+            raise CdcError(f"{chunk}: the binlog ended at {client.position} before the planned "
+                           f"end {chunk.file}:{chunk.end}")
