@@ -230,6 +230,7 @@ class Boundary:
     gtid: str | None
     rows: int      # row changes kept by the table filter (0 when not counted)
     bytes: int     # binlog bytes of the transaction
+    ts: int | None = None   # commit time of the transaction (epoch seconds)
 
     @property
     def key(self) -> tuple[int, int]:
@@ -365,6 +366,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.schema = schema
         self.columns = columns
         self._driver: _Driver | None = None
+        self._lag_report: dict | None = None
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -429,8 +431,38 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         log.info("availableNow: reading up to %s", end)
 
     def reportLatestOffset(self):
-        end = self.driver.server_end
-        return None if end is None else {"file": end.file, "pos": end.pos}
+        """The server's binlog end and how far the latest offset is behind it (shown in
+        ``lastProgress.sources[].latestOffset``; :mod:`streaming.metrics` publishes it)."""
+        return self._lag_report
+
+    def _lag(self, chosen: BinlogOffset, logs: list[tuple[str, int]]) -> dict | None:
+        """How far *chosen* (the offset this trigger reads up to) is behind the server's end.
+
+        ``behindBytes``: binlog bytes between the two (summed over files);
+        ``behindTransactions``: transactions known to lie between them (a lower bound when the
+        scan stopped early at a read limit); ``lagSeconds``: age of the oldest change not yet
+        read (now - its commit time), 0 when caught up, null when unknown."""
+        d = self.driver
+        end = d.server_end
+        if end is None:
+            return None
+        sizes = dict(logs)
+        if chosen.file == end.file:
+            behind = max(0, end.pos - chosen.pos)
+        else:
+            behind = max(0, sizes.get(chosen.file, chosen.pos) - chosen.pos) + sum(
+                size for name, size in logs
+                if file_number(chosen.file) < file_number(name) < file_number(end.file)) \
+                + end.pos
+        pending = [b for b in d.boundaries if chosen.key < b.key <= end.key]
+        if behind == 0 or not pending and d.scanned_to is not None and d.scanned_to >= end.key:
+            lag = 0.0
+        elif pending and pending[0].ts is not None:
+            lag = max(0.0, round(time.time() - pending[0].ts, 3))
+        else:
+            lag = None
+        return {"file": end.file, "pos": end.pos, "behindBytes": behind,
+                "behindTransactions": len(pending), "lagSeconds": lag}
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         d = self.driver
@@ -444,7 +476,9 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._need_scan(max_rows, max_bytes, target):
             self._scan(s, max_rows, max_bytes, target)
         chosen = self._choose(max_rows, max_bytes, target)
-        return (chosen.offset() if chosen is not None else s).to_dict()
+        offset = chosen.offset() if chosen is not None else s
+        self._lag_report = self._lag(offset, d.binary_logs())
+        return offset.to_dict()
 
     def _limits(self, limit: ReadLimit) -> tuple[int | None, int | None]:
         if isinstance(limit, ReadMaxRows):
@@ -520,7 +554,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for tx in client.transactions():
                 r = sum(len(ev.rows) for ev in tx.rows_events) if count_rows else 0
                 b = Boundary(tx.file, tx.end_pos, gt.advance(tx.gtid), r,
-                             max(0, tx.end_pos - tx.pos))
+                             max(0, tx.end_pos - tx.pos), tx.timestamp)
                 d.boundaries.append(b)
                 found += 1
                 rows += r
