@@ -1,21 +1,39 @@
 """Per-table row readers generated once per table map (the hot path of row decoding).
 
 For a row image that holds every column and no NULL (the common case), the generic reader
-loops over per-column decoders. This module writes one straight-line function per table
-instead: consecutive fixed-width integer/float columns are read by a single ``struct`` call,
-short UTF-8 strings are sliced and decoded inline, and every other column calls its decoder
-from the one type table. Values are identical to the generic path (the tests run both).
+loops over per-column decoders. This module writes straight-line Python per table instead:
+
+* consecutive fixed-width integer/float columns -- and the length prefix of a following
+  string -- are read by a single ``struct`` call;
+* UTF-8 and binary VARCHAR/CHAR/TEXT/BLOB values are sliced and decoded inline;
+* DECIMAL up to 18 digits and DATETIME(n) are decoded inline (one ``int.from_bytes`` each);
+* every other column calls its decoder from the one type table (:mod:`cdc.coltypes`).
+
+Two kinds of function come out of one generated image body:
+
+* :func:`compile_full_row_reader` -- ``(buf, pos) -> (values, pos)`` for one image whose NULL
+  bitmap the caller already checked;
+* :func:`compile_rows_reader` -- one loop over every row image of a rows event (insert/delete
+  images, or before/after pairs of an update), checking each NULL bitmap itself and handing
+  rows with NULLs to the generic reader, so the common row costs no Python call at all.
+
+Values are identical to the generic path (tests/test_rowcompile.py runs both on the same events).
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import struct
+from decimal import Decimal
 
 from .charsets import codec_of
+from .coltypes import _DIG2BYTES, _frac_reader, _make_datetime, decimal_size
 from .constants import ColumnType as T
 
 _STRUCT_CODES = {T.TINY: "b", T.SHORT: "h", T.LONG: "i", T.LONGLONG: "q", T.FLOAT: "f",
                  T.DOUBLE: "d"}
+_LEN_CODES = {1: "B", 2: "H", 4: "I"}
+_BLOBS = (T.TINY_BLOB, T.BLOB, T.MEDIUM_BLOB, T.LONG_BLOB)
 
 
 def _struct_code(col) -> str | None:
@@ -27,15 +45,153 @@ def _struct_code(col) -> str | None:
     return code
 
 
-def _inline_utf8(col) -> int | None:
-    """Length-prefix size for VARCHAR/CHAR columns in UTF-8 that can be decoded inline."""
-    if codec_of(col.collation) != "utf-8":
+def _inline_string(col):
+    """(length-prefix size, text codec or None for bytes) for strings sliced inline, else None.
+
+    VARCHAR/CHAR/TEXT in UTF-8 and VARBINARY/BLOB; BINARY(n) (padded back) and other character
+    sets keep their decoder.
+    """
+    codec = codec_of(col.collation)
+    if codec not in ("utf-8", None):
         return None
-    if col.real_type in (T.VARCHAR, T.VAR_STRING):
-        return 1 if col.meta < 256 else 2
-    if col.real_type == T.STRING:
-        return 1 if col.meta[1] < 256 else 2
-    return None
+    rt = col.real_type
+    if rt in (T.VARCHAR, T.VAR_STRING):
+        lb = 1 if col.meta < 256 else 2
+    elif rt == T.STRING:
+        if codec is None:
+            return None        # BINARY(n): the decoder pads the value back to n bytes
+        lb = 1 if col.meta[1] < 256 else 2
+    elif rt in _BLOBS:
+        lb = col.meta
+    else:
+        return None
+    if codec is None and col.collation is None:
+        return None            # unknown collation: the decoder's own rules apply
+    return lb, codec
+
+
+def _decimal_lines(col, i: int, env: dict, ind: str) -> list[str] | None:
+    precision, scale = col.meta
+    if precision > 18:
+        return None
+    size = decimal_size(precision, scale)
+    intg = precision - scale
+    groups = []
+    if intg % 9:
+        groups.append((_DIG2BYTES[intg % 9], intg % 9))
+    groups += [(4, 9)] * (intg // 9)
+    groups += [(4, 9)] * (scale // 9)
+    if scale % 9:
+        groups.append((_DIG2BYTES[scale % 9], scale % 9))
+    nbits = size * 8
+    top = 1 << (nbits - 1)
+    ones = (1 << nbits) - 1
+    shift = nbits
+    expr = None
+    for n, d in groups:
+        shift -= n * 8
+        part = f"((r >> {shift}) & {(1 << (n * 8)) - 1})" if shift else f"(r & {(1 << (n * 8)) - 1})"
+        expr = part if expr is None else f"({expr} * {10 ** d} + {part})"
+    if expr is None:
+        expr = "0"
+    suffix = "E-%d" % scale
+    env[f"P{i}"] = "%d" + suffix
+    env[f"N{i}"] = "-%d" + suffix
+    return [
+        f"{ind}r = FB(buf[pos:pos + {size}], 'big'); pos += {size}",
+        f"{ind}if r & {top}:",
+        f"{ind}    r ^= {top}; v{i} = DEC(P{i} % {expr})",
+        f"{ind}else:",
+        f"{ind}    r ^= {ones ^ top}; v{i} = DEC(N{i} % {expr})",
+    ]
+
+
+def _datetime2_lines(col, i: int, ind: str) -> list[str]:
+    fsp = col.meta or 0
+    nfrac, mult = _frac_reader(fsp)
+    size = 5 + nfrac
+    lines = [f"{ind}r = FB(buf[pos:pos + {size}], 'big'); pos += {size}"]
+    if nfrac:
+        lines.append(f"{ind}p = (r >> {8 * nfrac}) - 0x8000000000; "
+                     f"us = (r & {(1 << (8 * nfrac)) - 1})" + (f" * {mult}" if mult != 1 else ""))
+    else:
+        lines.append(f"{ind}p = r - 0x8000000000; us = 0")
+    lines += [
+        f"{ind}ymd = p >> 17; hms = p & 0x1FFFF; y, mo = divmod(ymd >> 5, 13)",
+        f"{ind}try:",
+        f"{ind}    v{i} = DT(y, mo, ymd & 31, hms >> 12, (hms >> 6) & 63, hms & 63, us)",
+        f"{ind}except ValueError:",
+        f"{ind}    v{i} = MKDT(y, mo, ymd & 31, hms >> 12, (hms >> 6) & 63, hms & 63, us, {fsp})",
+    ]
+    return lines
+
+
+def _image_body(tmap, decoders, env: dict, ind: str) -> list[str]:
+    """Lines decoding one full NULL-free image at ``pos`` (after its NULL bitmap) into
+    ``v0..vN`` and leaving ``pos`` after it."""
+    lines: list[str] = []
+    run: list[tuple[str, str]] = []   # (target, struct code)
+
+    def flush_run():
+        if not run:
+            return
+        fmt = "<" + "".join(code for _, code in run)
+        sname = f"S{len(env)}"
+        env[sname] = struct.Struct(fmt).unpack_from
+        targets = ", ".join(t for t, _ in run)
+        lines.append(f"{ind}{targets}, = {sname}(buf, pos); pos += {struct.calcsize(fmt)}")
+        run.clear()
+
+    for col, dec in zip(tmap.columns, decoders):
+        i = col.index
+        code = _struct_code(col)
+        if code is not None:
+            run.append((f"v{i}", code))
+            continue
+        s = _inline_string(col)
+        if s is not None:
+            lb, codec = s
+            if lb in _LEN_CODES:
+                run.append(("n", _LEN_CODES[lb]))
+                flush_run()
+            else:
+                flush_run()
+                lines.append(f"{ind}n = FB(buf[pos:pos + {lb}], 'little'); pos += {lb}")
+            if codec is None:
+                lines.append(f"{ind}v{i} = buf[pos:pos + n]; pos += n")
+            else:
+                lines.append(f"{ind}v{i} = buf[pos:pos + n].decode('utf-8', 'surrogateescape'); "
+                             f"pos += n")
+            continue
+        flush_run()
+        special = None
+        if col.real_type == T.NEWDECIMAL:
+            special = _decimal_lines(col, i, env, ind)
+        elif col.real_type == T.DATETIME2:
+            special = _datetime2_lines(col, i, ind)
+        if special is not None:
+            lines += special
+        else:
+            env[f"D{i}"] = dec
+            lines.append(f"{ind}v{i}, pos = D{i}(buf, pos)")
+    flush_run()
+    return lines
+
+
+def _env() -> dict:
+    return {"FB": int.from_bytes, "STR": str, "DEC": Decimal, "DT": _dt.datetime,
+            "MKDT": _make_datetime}
+
+
+def _tuple(tmap) -> str:
+    return "(" + ", ".join(f"v{c.index}" for c in tmap.columns) + ",)"
+
+
+def _compile(source: str, env: dict, name: str, tmap):
+    exec(compile(source, f"<{name} {tmap.qualified_name}>", "exec"), env)
+    fn = env["read"]
+    fn.source = source
+    return fn
 
 
 def compile_full_row_reader(tmap, decoders):
@@ -44,46 +200,59 @@ def compile_full_row_reader(tmap, decoders):
     *buf* must be ``bytes``. Raises IndexError/struct.error/ValueError on short input, which
     the caller turns into TruncatedEventError (it also checks the final position).
     """
+    env = _env()
     lines = ["def read(buf, pos):"]
-    env: dict = {}
-    names = []
-    run: list[tuple[int, str]] = []
+    lines += _image_body(tmap, decoders, env, "    ")
+    lines.append("    if pos > len(buf):")
+    lines.append("        raise IndexError('row runs past the end of the event')")
+    lines.append(f"    return {_tuple(tmap)}, pos")
+    fn = _compile("\n".join(lines), env, "row reader", tmap)
+    fn.batch_readers = {}     # caches of cdc.rows, dropped with this reader
+    fn.image_readers = {}
+    return fn
 
-    def flush_run():
-        if not run:
-            return
-        fmt = "<" + "".join(code for _, code in run)
-        sname = f"S{run[0][0]}"
-        env[sname] = struct.Struct(fmt).unpack_from
-        targets = ", ".join(f"v{i}" for i, _ in run)
-        lines.append(f"    {targets}, = {sname}(buf, pos)")
-        lines.append(f"    pos += {struct.calcsize(fmt)}")
-        run.clear()
 
-    for col, dec in zip(tmap.columns, decoders):
-        i = col.index
-        names.append(f"v{i}")
-        code = _struct_code(col)
-        if code is not None:
-            run.append((i, code))
-            continue
-        flush_run()
-        lb = _inline_utf8(col)
-        if lb == 1:
-            lines.append(f"    n = buf[pos]; pos += 1")
-            lines.append(f"    v{i} = buf[pos:pos + n].decode('utf-8', 'surrogateescape'); pos += n")
-        elif lb == 2:
-            lines.append(f"    n = buf[pos] | (buf[pos + 1] << 8); pos += 2")
-            lines.append(f"    v{i} = buf[pos:pos + n].decode('utf-8', 'surrogateescape'); pos += n")
-        else:
-            env[f"D{i}"] = dec
-            lines.append(f"    v{i}, pos = D{i}(buf, pos)")
-    flush_run()
-    lines.append(f"    if pos > len(buf):")
-    lines.append(f"        raise IndexError('row runs past the end of the event')")
-    lines.append(f"    return ({', '.join(names)},), pos")
-    source = "\n".join(lines)
-    exec(compile(source, f"<row reader {tmap.qualified_name}>", "exec"), env)
-    read = env["read"]
-    read.source = source
-    return read
+def _no_null_values(nb: int, npresent: int):
+    """The NULL bitmaps meaning "no NULL": all zero, or with the unused trailing bits set."""
+    pad = (0xFF << (npresent & 7)) & 0xFF if npresent & 7 else 0
+    if nb == 1:
+        return frozenset({0, pad})
+    return frozenset({bytes(nb), bytes(nb - 1) + bytes((pad,))})
+
+
+def compile_rows_reader(tmap, decoders, update: bool):
+    """A function ``(buf, pos, end, rows, slow) -> pos`` appending every row of one rows event.
+
+    Both images of an update (and the one image of an insert/delete) must hold every column.
+    Each image whose NULL bitmap shows a NULL is read with ``slow(buf, pos)`` (the generic
+    reader, which checks the bitmap again). The caller checks the returned position against
+    the end and turns IndexError/struct.error/ValueError into TruncatedEventError.
+    """
+    ncols = len(tmap.columns)
+    nb = (ncols + 7) >> 3
+    env = _env()
+    env["NONULL"] = _no_null_values(nb, ncols)
+    body = _image_body(tmap, decoders, env, "            ")
+    tup = _tuple(tmap)
+    check = "buf[pos]" if nb == 1 else f"buf[pos:pos + {nb}]"
+
+    def image(target: str) -> list[str]:
+        return [f"        if {check} in NONULL:",
+                f"            pos += {nb}",
+                *body,
+                f"            {target} = {tup}",
+                f"        else:",
+                f"            {target}, pos = slow(buf, pos)"]
+
+    lines = ["def read(buf, pos, end, rows, slow):",
+             "    append = rows.append",
+             "    while pos < end:"]
+    if update:
+        lines += image("b")
+        lines += image("a")
+        lines.append("        append((b, a))")
+    else:
+        lines += image("row")
+        lines.append("        append(row)")
+    lines.append("    return pos")
+    return _compile("\n".join(lines), env, "rows reader", tmap)

@@ -8,8 +8,18 @@ from .coltypes import ABSENT
 from .errors import TruncatedEventError
 
 
+_PRESENT_CACHE: dict = {}
+
+
 def present_columns(bitmap: bytes, ncols: int) -> tuple[int, ...]:
-    return tuple(i for i in range(ncols) if bitmap[i >> 3] & (1 << (i & 7)))
+    key = (bitmap, ncols)
+    hit = _PRESENT_CACHE.get(key)
+    if hit is None:
+        hit = tuple(i for i in range(ncols) if bitmap[i >> 3] & (1 << (i & 7)))
+        if len(_PRESENT_CACHE) >= 1024:
+            _PRESENT_CACHE.clear()
+        _PRESENT_CACHE[key] = hit
+    return hit
 
 
 def _plan(tmap, present: tuple[int, ...]):
@@ -94,6 +104,24 @@ class ImageReader:
         return tuple(values), pos
 
 
+def _image_reader(tmap, present: tuple[int, ...]) -> ImageReader:
+    """The ImageReader for *present*, kept with the table map's generated reader."""
+    cache = tmap.full_row_reader.image_readers
+    r = cache.get(present)
+    if r is None:
+        r = cache[present] = ImageReader(tmap, present)
+    return r
+
+
+def _batch_reader(tmap, update: bool):
+    cache = tmap.full_row_reader.batch_readers
+    r = cache.get(update)
+    if r is None:
+        from .rowcompile import compile_rows_reader
+        r = cache[update] = compile_rows_reader(tmap, tmap.decoders, update)
+    return r
+
+
 def decode_images(tmap, kind: str, data, pos: int, present1: tuple[int, ...],
                   present2: tuple[int, ...] | None, partial: bool = False):
     """All rows of one rows event body from *pos*.
@@ -102,14 +130,28 @@ def decode_images(tmap, kind: str, data, pos: int, present1: tuple[int, ...],
     """
     end = len(data)
     rows = []
-    r1 = ImageReader(tmap, present1)
+    r1 = _image_reader(tmap, present1)
+    if r1.full and type(data) is bytes and not partial and (kind != "update" or present2 == present1):
+        # Every column in every image: one generated loop over the whole event.
+        read_all = _batch_reader(tmap, kind == "update")
+        try:
+            pos = read_all(data, pos, end, rows, r1.read)
+        except TruncatedEventError:
+            raise
+        except (IndexError, ValueError, struct.error) as e:
+            raise TruncatedEventError(f"row image of {tmap.qualified_name} is malformed: {e}") \
+                from None
+        if pos > end:
+            raise TruncatedEventError(f"row image of {tmap.qualified_name} runs past the end of "
+                                      f"the event")
+        return rows
     if kind != "update":
         read = r1.read
         while pos < end:
             row, pos = read(data, pos)
             rows.append(row)
         return rows
-    r2 = r1 if present2 == present1 else ImageReader(tmap, present2)
+    r2 = r1 if present2 == present1 else _image_reader(tmap, present2)
     read1 = r1.read
     read2 = r2.read
     while pos < end:
