@@ -125,6 +125,15 @@ def build_parser() -> argparse.ArgumentParser:
         t = sub.add_parser("tail", help="stream live changes from a server")
         add_tail_arguments(t)
         t.set_defaults(func=run_tail)
+    try:
+        from .lag import add_lag_arguments, run_lag
+    except ImportError:
+        pass
+    else:
+        lg = sub.add_parser("lag", help="measure how far a replica of a server is behind it "
+                                        "(seconds, bytes, tx/s, rows/s; optional PNG plot)")
+        add_lag_arguments(lg)
+        lg.set_defaults(func=run_lag)
     return p
 
 
