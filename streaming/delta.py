@@ -1,0 +1,481 @@
+"""Upserting a ``binlog-cdc`` stream into Delta tables from ``foreachBatch`` (delta-rs, no JVM
+Delta needed)::
+
+    from streaming.delta import DeltaUpserter
+
+    up = DeltaUpserter("/data/delta", host="db.example", port=3306, user="cdc",
+                       password=secret, app_id="orders-cdc")
+    (spark.readStream.format("binlog-cdc").option(...).load()
+         .writeStream.foreachBatch(up).option("checkpointLocation", "/chk/orders").start())
+
+For every source table present in a micro-batch:
+
+1. its changes are collected on the driver (``DataFrame.toArrow()``) and the row images (JSON
+   texts, or the structs of typed mode) are converted to typed Arrow columns;
+2. they are reduced to the LAST change per primary key, in ``seq`` order (an update that changes
+   the primary key counts as a delete of the old key and a write of the new one);
+3. one ``MERGE`` into ``<root>/<db>/<table>`` (created on first use): matched and deleted ->
+   delete; matched -> update all columns; not matched and not deleted -> insert.
+
+Types: the Delta table's schema comes from the source table (``information_schema`` through
+:func:`streaming.schema.columns_from_server`), with the Spark types of typed mode
+(:func:`streaming.schema.spark_column`) turned into Arrow types. Delta has no interval type, so
+``TIME`` columns are stored as their text ``[-]HH:MM:SS[.ffffff]``.
+
+Exactly once: the micro-batch id is committed with each MERGE as the Delta app-transaction
+version of ``app_id`` (``CommitProperties(app_transactions=[Transaction(app_id, batch_id)])``). A
+batch whose id is <= the version recorded in a table is skipped for that table, so a batch that
+Spark replays after a crash is not applied twice. Use one ``app_id`` per checkpoint: a new
+checkpoint restarts batch ids at 0, so pair it with a new ``app_id`` (or new tables).
+
+Needs: a primary key on every upserted table, and full after images (``binlog_row_image=FULL``).
+A session with delta-spark configured could ``MERGE`` through Spark instead; this module does not.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import json
+import logging
+import os
+import threading
+from decimal import Decimal
+from typing import Callable, NamedTuple
+
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import (ArrayType, BinaryType, DataType, DateType, DayTimeIntervalType,
+                               DecimalType, DoubleType, FloatType, StringType, TimestampNTZType,
+                               TimestampType)
+
+from cdc.coltypes import ColumnDef
+from cdc.constants import ColumnType as T
+from cdc.errors import ConfigurationError, SchemaError
+from cdc.render import time_text, to_json_text
+
+from .schema import columns_from_server, spark_column
+
+log = logging.getLogger("binlog_cdc.delta")
+
+OP_COLUMN = "_cdc_op"     # the change kind carried next to the columns in the MERGE source
+
+PRIMARY_KEY_SQL = (
+    "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE "
+    "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND CONSTRAINT_NAME = 'PRIMARY' "
+    "ORDER BY ORDINAL_POSITION")
+
+
+class TableInfo(NamedTuple):
+    """What the upserter needs to know about one source table."""
+
+    columns: list[ColumnDef]
+    primary_key: list[str]
+
+
+ColumnSource = Callable[[str, str], TableInfo]
+"""``(db, table) -> TableInfo``: where the upserter gets table definitions."""
+
+
+# --- table definitions from the server ------------------------------------------------------------
+
+
+def table_info_from_server(conn, db: str, table: str) -> TableInfo:
+    """Columns (``information_schema.COLUMNS``) and primary key of ``db.table``."""
+    columns = columns_from_server(conn, db, table)
+    with conn.cursor() as cur:
+        cur.execute(PRIMARY_KEY_SQL, (db, table))
+        pk = [str(r[0]) for r in cur.fetchall()]
+    for c in columns:
+        c.primary_key = c.name in pk
+    return TableInfo(columns, pk)
+
+
+class ServerColumns:
+    """A :data:`ColumnSource` asking the server (one lazily opened PyMySQL connection)."""
+
+    def __init__(self, host: str, port: int = 3306, user: str = "", password: str = "", *,
+                 connect_timeout: float = 10.0, ssl=None):
+        self.host, self.port, self.user = host, int(port), user
+        self._password = password
+        self.connect_timeout = connect_timeout
+        self.ssl = ssl
+        self._conn = None
+
+    def _connect(self):
+        import pymysql
+        kw = dict(host=self.host, port=self.port, user=self.user, password=self._password,
+                  connect_timeout=self.connect_timeout, read_timeout=60, write_timeout=60,
+                  charset="utf8mb4", autocommit=True)
+        if self.ssl:
+            from cdc.replica import SslOptions
+            kw["ssl"] = SslOptions.coerce(self.ssl).context()
+        try:
+            return pymysql.connect(**kw)
+        except pymysql.err.MySQLError as e:
+            from cdc.errors import ReplicationError
+            raise ReplicationError(f"DeltaUpserter: cannot connect to {self.host}:{self.port} "
+                                   f"as {self.user}: {e.args[-1] if e.args else e}") from None
+
+    def __call__(self, db: str, table: str) -> TableInfo:
+        import pymysql
+        for attempt in (0, 1):
+            if self._conn is None:
+                self._conn = self._connect()
+            try:
+                return table_info_from_server(self._conn, db, table)
+            except (pymysql.err.OperationalError, pymysql.err.InterfaceError):
+                self.close()
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+            self._conn = None
+
+    def __getstate__(self):  # never pickle a live connection (nor, by accident, the password)
+        raise TypeError("ServerColumns is driver-side only")
+
+
+# --- types -----------------------------------------------------------------------------------------
+
+
+def delta_spark_type(col: ColumnDef) -> DataType:
+    """The Spark type a column has in the Delta table: its typed-mode type, except ``TIME``
+    (Delta has no interval type: stored as text)."""
+    t = spark_column(col).spark
+    if isinstance(t, DayTimeIntervalType):
+        return StringType()
+    return t
+
+
+def arrow_schema(columns: list[ColumnDef]) -> pa.Schema:
+    """The Arrow schema of the Delta table of a source table (every column nullable)."""
+    return pa.schema([pa.field(c.name, to_arrow_type(delta_spark_type(c), timezone="UTC"))
+                      for c in columns])
+
+
+def _from_json_value(col: ColumnDef, spark: DataType) -> Callable[[object], object]:
+    """Converter: a value parsed from a ``row_json`` image (floats parsed as Decimal) -> what
+    Arrow takes for the column's Delta type."""
+    rt = col.real_type
+
+    if isinstance(spark, StringType):
+        if rt == T.JSON:                       # MySQL JSON: a nested document, back to its text
+            return lambda v: to_json_text(v)
+        if rt == T.NEWDECIMAL:                 # DECIMAL(p > 38): every digit, as text
+            return lambda v: None if v is None else format(Decimal(v), "f")
+        return lambda v: v if v is None or type(v) is str else to_json_text(v) \
+            if isinstance(v, (dict, list)) else str(v)
+    if isinstance(spark, DecimalType):
+        return lambda v: None if v is None else Decimal(v)
+    if isinstance(spark, (FloatType, DoubleType)):
+        return lambda v: None if v is None else float(v)
+    if isinstance(spark, BinaryType):
+        if rt == T.GEOMETRY:
+            def geometry(v):
+                if v is None:
+                    return None
+                import struct
+                return struct.pack("<I", int(v["srid"])) + base64.b64decode(v["wkb"])
+            return geometry
+        return lambda v: None if v is None else base64.b64decode(v)
+    if isinstance(spark, DateType):
+        def date(v):
+            try:
+                return None if v is None else _dt.date.fromisoformat(v)
+            except ValueError:                 # zero dates: null, as in typed mode
+                return None
+        return date
+    if isinstance(spark, (TimestampNTZType, TimestampType)):
+        def timestamp(v):
+            try:
+                return None if v is None else _dt.datetime.fromisoformat(v)
+            except ValueError:
+                return None
+        return timestamp
+    if isinstance(spark, ArrayType):
+        return lambda v: None if v is None else [None if x is None else float(x) for x in v]
+    return lambda v: v if v is None or type(v) is int else int(v)     # integer types
+
+
+def _from_typed_value(col: ColumnDef, spark: DataType) -> Callable[[object], object] | None:
+    """Converter for typed-mode struct values (already typed): only TIME changes."""
+    if isinstance(spark_column(col).spark, DayTimeIntervalType):
+        return lambda v: None if v is None else time_text(v)
+    return None
+
+
+# --- the upserter ----------------------------------------------------------------------------------
+
+
+class _Table:
+    """The per-source-table state: definition, Delta schema, converters."""
+
+    def __init__(self, db: str, name: str, info: TableInfo):
+        self.db, self.name = db, name
+        if not info.primary_key:
+            raise ConfigurationError(
+                f"DeltaUpserter: {db}.{name} has no primary key; upserts need a primary key to "
+                f"match changes to rows (add one, or leave the table out with excludeTables)")
+        self.columns = info.columns
+        self.names = [c.name for c in info.columns]
+        self.name_set = set(self.names)
+        missing = [k for k in info.primary_key if k not in self.names]
+        if missing:
+            raise SchemaError(f"DeltaUpserter: {db}.{name}: primary key columns {missing} are not "
+                              f"among the columns {self.names}")
+        self.primary_key = list(info.primary_key)
+        self.pk_index = [self.names.index(k) for k in self.primary_key]
+        self.spark_types = [delta_spark_type(c) for c in info.columns]
+        self.schema = arrow_schema(info.columns)
+        self.json_conv = [_from_json_value(c, s) for c, s in zip(self.columns, self.spark_types)]
+        self.typed_conv = [_from_typed_value(c, s) for c, s in zip(self.columns, self.spark_types)]
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+class DeltaUpserter:
+    """A ``foreachBatch`` function: ``up(batch_df, batch_id)`` upserts the changes of a batch of
+    the ``binlog-cdc`` source into one Delta table per source table (``<root>/<db>/<table>``).
+
+    ``columns``: a :data:`ColumnSource` (``(db, table) -> TableInfo``) to use instead of asking
+    the server at ``host``/``port`` as ``user``/``password``. ``table_path``: ``(root, db, table)
+    -> path`` to place tables elsewhere. ``storage_options`` go to delta-rs (object stores).
+    Table definitions are cached for the life of the upserter and read again when a row image
+    does not match them.
+    """
+
+    def __init__(self, root: str | os.PathLike, host: str | None = None, port: int = 3306,
+                 user: str | None = None, password: str | None = None, *,
+                 app_id: str, columns: ColumnSource | None = None,
+                 table_path: Callable[[str, str, str], str] | None = None,
+                 storage_options: dict[str, str] | None = None, ssl=None):
+        if not app_id:
+            raise ConfigurationError("DeltaUpserter: app_id is required (it names the stream in "
+                                     "the Delta tables' transaction log; one per checkpoint)")
+        if columns is None:
+            if not host or not user:
+                raise ConfigurationError("DeltaUpserter: give host and user (and password) of "
+                                         "the source server, or a columns=(db, table) -> "
+                                         "TableInfo function")
+            columns = ServerColumns(host, port, user, password or "", ssl=ssl)
+        self.root = os.fspath(root)
+        self.app_id = str(app_id)
+        self.columns = columns
+        self.table_path = table_path or (lambda root, db, t: os.path.join(root, db, t))
+        self.storage_options = storage_options
+        self._tables: dict[tuple[str, str], _Table] = {}
+        self._lock = threading.Lock()
+
+    # --- entry point -----------------------------------------------------------------------------
+
+    def __call__(self, df, batch_id: int) -> None:
+        wanted = ["op", "db", "table", "before", "after", "seq"]
+        missing = [c for c in wanted if c not in df.columns]
+        if missing:
+            raise ConfigurationError(f"DeltaUpserter: the DataFrame lacks the columns {missing}; "
+                                     f"pass the binlog-cdc source's DataFrame unchanged")
+        self.upsert_arrow(df.select(*wanted).toArrow(), batch_id)
+
+    def upsert_arrow(self, changes: pa.Table, batch_id: int) -> dict[str, int]:
+        """Upsert an Arrow table of changes (columns op, db, table, before, after, seq); returns
+        ``{"db.table": rows merged}`` (0: skipped as already applied)."""
+        with self._lock:
+            return self._upsert(changes, int(batch_id))
+
+    def path(self, db: str, table: str) -> str:
+        return self.table_path(self.root, db, table)
+
+    def close(self) -> None:
+        close = getattr(self.columns, "close", None)
+        if close:
+            close()
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _upsert(self, changes: pa.Table, batch_id: int) -> dict[str, int]:
+        if changes.num_rows == 0:
+            return {}
+        ops = changes.column("op").to_pylist()
+        dbs = changes.column("db").to_pylist()
+        tables = changes.column("table").to_pylist()
+        seqs = changes.column("seq").to_pylist()
+        typed = pa.types.is_struct(changes.schema.field("after").type)
+        befores = changes.column("before").to_pylist()
+        afters = changes.column("after").to_pylist()
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, (d, t) in enumerate(zip(dbs, tables)):
+            groups.setdefault((d, t), []).append(i)
+        done = {}
+        for (db, name), rows in groups.items():
+            path = self.path(db, name)
+            dt = self._open(path)
+            if dt is not None:
+                applied = dt.transaction_version(self.app_id)
+                if applied is not None and batch_id <= applied:
+                    log.info("%s.%s: batch %d already applied (recorded %d), skipped",
+                             db, name, batch_id, applied)
+                    done[f"{db}.{name}"] = 0
+                    continue
+            rows.sort(key=seqs.__getitem__)
+            source = self._last_changes(db, name, [(ops[i], befores[i], afters[i], seqs[i])
+                                                   for i in rows], typed)
+            done[f"{db}.{name}"] = self._merge(db, name, path, dt, source, batch_id)
+        return done
+
+    def _open(self, path: str):
+        from deltalake import DeltaTable
+        if DeltaTable.is_deltatable(path, storage_options=self.storage_options):
+            return DeltaTable(path, storage_options=self.storage_options)
+        return None
+
+    def _table(self, db: str, name: str, refresh: bool = False) -> _Table:
+        key = (db, name)
+        if refresh or key not in self._tables:
+            self._tables[key] = _Table(db, name, self.columns(db, name))
+        return self._tables[key]
+
+    def _last_changes(self, db: str, name: str, changes: list, typed: bool) -> pa.Table:
+        """The last change per primary key as an Arrow table: the table's columns + the op."""
+        tbl = self._table(db, name)
+        try:
+            images = self._images(tbl, changes, typed)
+        except _Mismatch:
+            tbl = self._table(db, name, refresh=True)       # the table changed since: re-read it
+            try:
+                images = self._images(tbl, changes, typed)
+            except _Mismatch as e:
+                raise SchemaError(f"DeltaUpserter: {db}.{name}: {e}; upserts need full row images "
+                                  f"(binlog_row_image=FULL) of the table's current columns "
+                                  f"{tbl.names}") from None
+        last: dict[tuple, tuple[str, list]] = {}
+        pk = tbl.pk_index
+        for op, before, after in images:        # in seq order: later changes win
+            if op == "d":
+                last[tuple(before[i] for i in pk)] = ("d", before)
+            else:
+                if op == "u" and before is not None:
+                    old = tuple(before[i] for i in pk)
+                    new = tuple(after[i] for i in pk)
+                    if old != new:              # primary key changed: the old row is gone
+                        last.pop(old, None)
+                        last[old] = ("d", before)
+                last.pop(tuple(after[i] for i in pk), None)
+                last[tuple(after[i] for i in pk)] = (op, after)
+        values = list(last.values())
+        arrays = []
+        for j, field in enumerate(tbl.schema):
+            try:
+                arrays.append(pa.array([img[j] for _, img in values], type=field.type))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
+                raise SchemaError(f"DeltaUpserter: {db}.{name}: values of column {field.name} do "
+                                  f"not fit its type {field.type} (was the table altered?): {e}"
+                                  ) from None
+        arrays.append(pa.array([op for op, _ in values], type=pa.string()))
+        return pa.Table.from_arrays(arrays, schema=tbl.schema.append(pa.field(OP_COLUMN,
+                                                                               pa.string())))
+
+    def _images(self, tbl: _Table, changes: list, typed: bool) -> list:
+        out = []
+        for op, before, after, seq in changes:
+            b = self._image(tbl, before, typed, op == "d", seq) if before is not None else None
+            a = self._image(tbl, after, typed, True, seq) if after is not None else None
+            if op == "d" and b is None or op != "d" and a is None:
+                raise _Mismatch(f"change {seq} (op {op}) has no {'before' if op == 'd' else 'after'}"
+                                f" image")
+            out.append((op, b, a))
+        return out
+
+    def _image(self, tbl: _Table, image, typed: bool, need: bool, seq: str) -> list:
+        """One image as values in the table's column order, converted for Arrow. ``need``: all
+        columns must be there (after images; before images of deletes need the key only)."""
+        if typed:
+            row = image                         # dict: field name -> typed value
+            conv = tbl.typed_conv
+        else:
+            row = json.loads(image, parse_float=Decimal)
+            conv = tbl.json_conv
+        extra = [k for k in row if k not in tbl.name_set]
+        if extra:
+            raise _Mismatch(f"change {seq} has columns {extra} the table definition lacks")
+        out = []
+        for j, name in enumerate(tbl.names):
+            if name in row:
+                v = row[name]
+                f = conv[j]
+                out.append(v if f is None or v is None else f(v))
+            elif need or j in tbl.pk_index:
+                raise _Mismatch(f"change {seq} lacks column {name}")
+            else:
+                out.append(None)
+        return out
+
+    def _merge(self, db: str, name: str, path: str, dt, source: pa.Table, batch_id: int) -> int:
+        from deltalake import CommitProperties, DeltaTable, Transaction
+        tbl = self._table(db, name)
+        merge_schema = False
+        if dt is None:
+            dt = DeltaTable.create(path, tbl.schema, mode="ignore", name=f"{db}.{name}",
+                                   storage_options=self.storage_options)
+        else:
+            merge_schema = self._check_schema(db, name, dt, tbl)
+        predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in tbl.primary_key)
+        props = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)],
+                                 custom_metadata={"binlog_cdc.batch_id": str(batch_id),
+                                                  "binlog_cdc.source": f"{db}.{name}"})
+        (dt.merge(source, predicate, source_alias="s", target_alias="t",
+                  merge_schema=merge_schema, commit_properties=props)
+           .when_matched_delete(predicate=f"s.{OP_COLUMN} = 'd'")
+           .when_matched_update_all(predicate=f"s.{OP_COLUMN} <> 'd'", except_cols=[OP_COLUMN])
+           .when_not_matched_insert_all(predicate=f"s.{OP_COLUMN} <> 'd'",
+                                        except_cols=[OP_COLUMN])
+           .execute())
+        return source.num_rows
+
+    def _check_schema(self, db: str, name: str, dt, tbl: _Table) -> bool:
+        """Whether the Delta table can take the source's columns; True when columns must be
+        added (MERGE with schema evolution). Raises SchemaError when it cannot."""
+        from deltalake import Schema
+        have = {f.name: f.type for f in dt.schema().fields}
+        want = Schema.from_arrow(tbl.schema).fields
+        problems, added = [], []
+        for f in want:
+            if f.name not in have:
+                added.append(f.name)
+            elif have[f.name] != f.type:
+                problems.append(f"column {f.name} is {_type_text(have[f.name])} in the Delta "
+                                f"table but {_type_text(f.type)} in the source")
+        gone = [n for n in have if n not in {f.name for f in want}]
+        if gone:
+            problems.append(f"columns {gone} of the Delta table are no longer in the source")
+        if problems:
+            raise SchemaError(
+                f"DeltaUpserter: {db}.{name} changed in a way the Delta table "
+                f"{self.path(db, name)} cannot take: " + "; ".join(problems) + ". Rebuild the "
+                f"Delta table (drop it and re-stream from a snapshot) or migrate it by hand")
+        if added:
+            log.info("%s.%s: adding columns %s to the Delta table", db, name, added)
+        return bool(added)
+
+
+def _type_text(t) -> str:
+    s = str(t)
+    if s.startswith("PrimitiveType("):
+        return s[len("PrimitiveType("):-1].strip('"')
+    return s
+
+
+class _Mismatch(Exception):
+    """A row image does not fit the table definition at hand."""
+
+
+__all__ = ["DeltaUpserter", "ServerColumns", "TableInfo", "ColumnSource", "arrow_schema",
+           "delta_spark_type", "table_info_from_server"]
