@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -114,17 +115,25 @@ def test_lag_jsonl_and_plot(mariadb, db, pwfile, tmp_path):
     assert pwfile.read_text().strip() not in out + err
 
 
-def test_lag_text_caught_up_from_latest(mariadb, pwfile):
-    """Idle server, start at its end: caught up (0 s, 0 bytes) thanks to heartbeats."""
-    r = subprocess.run(_lag_cmd(mariadb, pwfile, "--duration", "2.5", "--interval", "1"),
-                       capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
+def test_lag_text_caught_up_until_sigterm(mariadb, pwfile):
+    """Idle server, start at its end: caught up (0 s, 0 bytes) thanks to heartbeats; SIGTERM
+    stops it cleanly (exit 0)."""
+    proc = subprocess.Popen(_lag_cmd(mariadb, pwfile, "--interval", "0.5"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    try:
+        lines = [proc.stdout.readline() for _ in range(4)]
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(20)
+    finally:
+        proc.kill()
+    assert rc == 0, proc.stderr.read()
     assert lines[0].split()[:5] == ["time", "lag_s", "behind_bytes", "tx/s", "rows/s"]
-    assert len(lines) >= 2
     for line in lines[1:]:
         cols = line.split()
         assert cols[0].endswith("Z") and cols[1:5] == ["0.0", "0", "0.0", "0.0"], line
+        at, end = cols[5], cols[7]
+        assert at == end and at.split(":")[0] == mariadb.current_position()[0]
 
 
 def test_lag_errors(mariadb, tmp_path):

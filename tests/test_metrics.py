@@ -14,7 +14,6 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("prometheus_client")
 
-from cdc.embedded import free_port  # noqa: E402
 from streaming.metrics import (BinlogCdcMetricsListener, cdc_source_reports,  # noqa: E402
                                parse_exposition, start_metrics)
 
@@ -161,8 +160,8 @@ def test_metrics_from_a_real_stream(spark, mariadb, db):
     expected = N_ROWS + 20
     time.sleep(1.5)
 
-    port = free_port()
-    listener = start_metrics(spark, port=port)
+    listener = start_metrics(spark, port=0)
+    port = listener.port
     params = mariadb.cdc_params()
     name = f"metrics_{db}"
     try:
