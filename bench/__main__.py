@@ -64,7 +64,7 @@ def main(argv=None):
         conn = server.cdc_params()
         header = (f"{'workload':9} {'rows':>7} {'tuples':>9} {'arrow':>8} {'arrow_t':>8} "
                   f"{'pmr':>7} {'C -v':>9} {'delta':>7} {'spark1':>7} {'spark2':>7} "
-                  f"{'tup/pmr':>7} {'arr/pmr':>7} {'tup/C':>6} {'RSS tup/arr/delta MiB':>22}")
+                  f"{'tup/pmr':>7} {'cpu':>5} {'arr/pmr':>7} {'tup/C':>6} {'RSS tup/arr/delta MiB':>22}")
         print(_machine())
         print(_versions(server))
         print("rows/s per column; ratios of rows/s", flush=True)
@@ -101,7 +101,8 @@ def main(argv=None):
                   f"{rate['arrow_typed']:>8,.0f} {rate['pmr']:>7,.0f} {rate['mariadb']:>9,.0f} "
                   f"{rate['delta']:>7,.0f} {rate.get('spark1', float('nan')):>7,.0f} "
                   f"{rate.get('spark2', float('nan')):>7,.0f} "
-                  f"{rate['tuples'] / rate['pmr']:>7.1f} {rate['arrow'] / rate['pmr']:>7.2f} "
+                  f"{rate['tuples'] / rate['pmr']:>7.1f} {cpu_ratio(r, 'tuples', 'pmr'):>5.1f} "
+                  f"{rate['arrow'] / rate['pmr']:>7.2f} "
                   f"{rate['tuples'] / rate['mariadb']:>6.2f} "
                   f"{r['tuples']['rss_mib']:>8.0f}/{r['arrow']['rss_mib']:.0f}/"
                   f"{r['delta']['rss_mib']:.0f}", flush=True)
@@ -116,6 +117,11 @@ def main(argv=None):
         with open(args.markdown, "w") as f:
             f.write(markdown(results, machine, versions, argv_text(args)))
         print(f"wrote {args.markdown}")
+
+
+def cpu_ratio(r, a: str, b: str) -> float:
+    """Ratio of rows per CPU-second (user + system of the decoding process)."""
+    return (r[a]["rows"] / r[a]["cpu_seconds"]) / (r[b]["rows"] / r[b]["cpu_seconds"])
 
 
 def argv_text(args) -> str:
@@ -134,8 +140,11 @@ def markdown(results, machine: str, versions: str, command: str) -> str:
     def f(v):
         return "n/a" if v != v else f"{v:,.0f}"
     lines = [f"Machine: {machine}  ", f"Versions: {versions}  ", f"Command: `{command}`", "",
+             "rows/s, wall clock (CPU s: rows per CPU-second of the decoding process, which a "
+             "busy shared machine does not skew); pmr = python-mysql-replication", "",
              "| workload | rows | binlog-cdc tuples | binlog-cdc Arrow (JSON) | Arrow (typed) | "
-             "python-mysql-replication | mariadb-binlog -v | tuples / pmr | Arrow / pmr | "
+             "python-mysql-replication | mariadb-binlog -v | tuples / pmr | tuples / pmr (CPU s) | "
+             "Arrow / pmr | "
              "tuples / mariadb-binlog | Delta | Spark 1 part. | Spark 2 part. | "
              "peak RSS tuples / Arrow / Delta (MiB) |",
              "|---" * 15 + "|"]
@@ -144,7 +153,8 @@ def markdown(results, machine: str, versions: str, command: str) -> str:
         lines.append(
             f"| {r['workload']} | {r['rows']:,} | {f(x['tuples'])} | {f(x['arrow'])} | "
             f"{f(x['arrow_typed'])} | {f(x['pmr'])} | {f(x['mariadb'])} | "
-            f"{x['tuples'] / x['pmr']:.1f}x | {x['arrow'] / x['pmr']:.2f}x | "
+            f"{x['tuples'] / x['pmr']:.1f}x | {cpu_ratio(r, 'tuples', 'pmr'):.1f}x | "
+            f"{x['arrow'] / x['pmr']:.2f}x | "
             f"{x['tuples'] / x['mariadb']:.2f}x | {f(x['delta'])} | "
             f"{f(x.get('spark1', float('nan')))} | {f(x.get('spark2', float('nan')))} | "
             f"{r['tuples']['rss_mib']:.0f} / {r['arrow']['rss_mib']:.0f} / "
