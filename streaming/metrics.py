@@ -224,7 +224,8 @@ def start_metrics(spark, port: int = 9464, addr: str = "127.0.0.1", registry=Non
     server = start_http_server(int(port), addr=addr, registry=listener.registry)
     # prometheus-client >= 0.17 returns (server, thread); older ones return None
     listener.http_server = server[0] if isinstance(server, tuple) else server
-    listener.port = getattr(listener.http_server, "server_port", int(port))   # port=0: the one chosen
+    # with port=0 the system picks a free port: tell which
+    listener.port = getattr(listener.http_server, "server_port", int(port))
     spark.streams.addListener(listener)
     log.info("binlog-cdc metrics on http://%s:%d/metrics", addr, int(port))
     return listener

@@ -44,7 +44,8 @@ def test_bytes_behind():
     assert bytes_behind("mysql-bin.000009", 700, "mysql-bin.000009", 700, logs) == 0
     assert bytes_behind("mysql-bin.000009", 900, "mysql-bin.000009", 700, logs) == 0
     # rest of 000007 (1000-400) + all of 000008 + 000009 + 250 bytes of 000010
-    assert bytes_behind("mysql-bin.000007", 400, "mysql-bin.000010", 250, logs) == 600 + 500 + 700 + 250
+    assert bytes_behind("mysql-bin.000007", 400, "mysql-bin.000010", 250, logs) == \
+        600 + 500 + 700 + 250
     # a file number growing a digit (.999999 -> .1000000) still orders by number
     assert bytes_behind("b.999999", 10, "b.1000000", 4, [("b.999999", 20), ("b.1000000", 4)]) == 14
 

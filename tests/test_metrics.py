@@ -90,7 +90,8 @@ def test_listener_on_synthetic_events():
         "file": "f.000001", "pos": 4, "behindBytes": 10, "behindTransactions": 1,
         "lagSeconds": None})))
     s = listener.samples()
-    assert math.isnan(s["binlog_cdc_lag_seconds" + lbl]) and s["binlog_cdc_behind_bytes" + lbl] == 10
+    assert math.isnan(s["binlog_cdc_lag_seconds" + lbl])
+    assert s["binlog_cdc_behind_bytes" + lbl] == 10
 
     # no binlog-cdc source / a "null" latest offset / garbage: ignored, nothing raised
     assert not listener.update({"id": qid, "name": "x", "sources": [
