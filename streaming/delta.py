@@ -138,8 +138,10 @@ class ServerColumns:
                 pass
             self._conn = None
 
-    def __getstate__(self):  # never pickle a live connection (nor, by accident, the password)
-        raise TypeError("ServerColumns is driver-side only")
+    def __getstate__(self):  # Spark Connect pickles foreachBatch functions: not the connection
+        state = self.__dict__.copy()
+        state["_conn"] = None
+        return state
 
 
 # --- types -----------------------------------------------------------------------------------------
@@ -238,6 +240,13 @@ class _Table:
         self.typed_conv = [_from_typed_value(c, s) for c, s in zip(self.columns, self.spark_types)]
 
 
+def default_table_path(root: str, db: str, table: str) -> str:
+    """``<root>/<db>/<table>`` (a URI root such as ``s3://bucket/cdc`` is joined with ``/``)."""
+    if "://" in root:
+        return root.rstrip("/") + "/" + db + "/" + table
+    return os.path.join(root, db, table)
+
+
 def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
@@ -270,7 +279,7 @@ class DeltaUpserter:
         self.root = os.fspath(root)
         self.app_id = str(app_id)
         self.columns = columns
-        self.table_path = table_path or (lambda root, db, t: os.path.join(root, db, t))
+        self.table_path = table_path or default_table_path
         self.storage_options = storage_options
         self._tables: dict[tuple[str, str], _Table] = {}
         self._lock = threading.Lock()
@@ -298,6 +307,15 @@ class DeltaUpserter:
         close = getattr(self.columns, "close", None)
         if close:
             close()
+
+    def __getstate__(self):  # picklable (Spark Connect runs foreachBatch in a server process)
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     # --- internals -------------------------------------------------------------------------------
 
@@ -386,7 +404,8 @@ class DeltaUpserter:
     def _images(self, tbl: _Table, changes: list, typed: bool) -> list:
         out = []
         for op, before, after, seq in changes:
-            b = self._image(tbl, before, typed, op == "d", seq) if before is not None else None
+            # before images only give the key (deletes, primary-key changes): MINIMAL is enough
+            b = self._image(tbl, before, typed, False, seq) if before is not None else None
             a = self._image(tbl, after, typed, True, seq) if after is not None else None
             if op == "d" and b is None or op != "d" and a is None:
                 raise _Mismatch(f"change {seq} (op {op}) has no {'before' if op == 'd' else 'after'}"
@@ -478,4 +497,4 @@ class _Mismatch(Exception):
 
 
 __all__ = ["DeltaUpserter", "ServerColumns", "TableInfo", "ColumnSource", "arrow_schema",
-           "delta_spark_type", "table_info_from_server"]
+           "default_table_path", "delta_spark_type", "table_info_from_server"]

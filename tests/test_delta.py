@@ -228,6 +228,15 @@ def test_stream_upserts_equal_source(spark, mariadb, db, tmp_path):
     src_o, _ = assert_same(mariadb, db, root)
     assert len(src_o) == 36
 
+    # typed mode (before/after as structs) gives the same table
+    typed_root = tmp_path / "delta-typed"
+    typed_opts = source_options(mariadb, db, start, maxEventsPerTrigger=40, table=f"{db}.orders")
+    del typed_opts["includeTables"]
+    q = run_available_now(spark, typed_opts,
+                          upserter(mariadb, typed_root), tmp_path / "chk-typed")
+    assert q.exception() is None, q.exception()
+    assert delta_rows(typed_root / db / "orders", ["id"]) == src_o
+
 
 def test_replayed_batch_changes_nothing(spark, mariadb, db, tmp_path):
     create_tables(mariadb, db)
@@ -349,6 +358,7 @@ def test_killed_and_restarted_query(mariadb, db, tmp_path):
 
     workload(mariadb, db, base=100)              # more changes while the query is down
     cfg.update(hang_after=None)
+    cfg["options"]["maxEventsPerTrigger"] = "100"   # batch 1 is replayed with its logged range
     proc = _start_job(script, cfg, log)
     try:
         proc.wait(timeout=150)
