@@ -112,6 +112,16 @@ _IMPORTS["arrow_typed"] = _IMPORTS["arrow"]
 _IMPORTS["delta"] = _IMPORTS["arrow"] + ["deltalake"]
 
 
+def _hwm_kib() -> int:
+    """Peak RSS of this process image (VmHWM). Not ru_maxrss: Linux carries that over from the
+    parent across fork/exec, so a child of a big parent would report the parent's peak."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def _cpu() -> float:
     """CPU seconds (user + system) of this process and its finished children."""
     a = resource.getrusage(resource.RUSAGE_SELF)
@@ -130,8 +140,7 @@ def _child(arg: str) -> None:
     n = fn(spec["files"], **spec["kw"])
     dt = time.perf_counter() - t
     cpu = _cpu() - cpu0
-    rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-              resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+    rss = max(_hwm_kib(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
     print(json.dumps({"rows": n, "seconds": dt, "cpu_seconds": cpu, "rss_mib": rss}))
 
 
