@@ -172,8 +172,13 @@ def _from_json_value(col: ColumnDef, spark: DataType) -> Callable[[object], obje
             return lambda v: to_json_text(v)
         if rt == T.NEWDECIMAL:                 # DECIMAL(p > 38): every digit, as text
             return lambda v: None if v is None else format(Decimal(v), "f")
-        return lambda v: v if v is None or type(v) is str else to_json_text(v) \
-            if isinstance(v, (dict, list)) else str(v)
+        def text(v):
+            if v is None or type(v) is str:
+                return v
+            if isinstance(v, (dict, list)):
+                return to_json_text(v)
+            return str(v)                      # ENUM/SET indexes without FULL row metadata
+        return text
     if isinstance(spark, DecimalType):
         return lambda v: None if v is None else Decimal(v)
     if isinstance(spark, (FloatType, DoubleType)):
@@ -232,6 +237,9 @@ class _Table:
         if missing:
             raise SchemaError(f"DeltaUpserter: {db}.{name}: primary key columns {missing} are not "
                               f"among the columns {self.names}")
+        if OP_COLUMN in self.name_set:
+            raise SchemaError(f"DeltaUpserter: {db}.{name} has a column named {OP_COLUMN}, the "
+                              f"name the upserter uses for the change kind in its MERGE")
         self.primary_key = list(info.primary_key)
         self.pk_index = [self.names.index(k) for k in self.primary_key]
         self.spark_types = [delta_spark_type(c) for c in info.columns]
