@@ -105,8 +105,9 @@ def measure(method: str, files, **kw) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-_IMPORTS = {"tuples": ["cdc.files", "cdc.transactions"],
-            "arrow": ["cdc.files", "cdc.transactions", "streaming.schema", "pyarrow"],
+_IMPORTS = {"tuples": ["cdc.files", "cdc.transactions", "cdc.gtid", "cdc.rowcompile"],
+            "arrow": ["cdc.files", "cdc.transactions", "cdc.gtid", "cdc.rowcompile", "streaming.schema",
+                      "pyarrow"],
             "pmr": ["pymysqlreplication", "pymysqlreplication.row_event"]}
 _IMPORTS["arrow_typed"] = _IMPORTS["arrow"]
 _IMPORTS["delta"] = _IMPORTS["arrow"] + ["deltalake"]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import struct
+import types
 from decimal import Decimal
 
 from .charsets import codec_of
@@ -194,22 +195,57 @@ def _compile(source: str, env: dict, name: str, tmap):
     return fn
 
 
+# Generated code per table shape: a table map is logged again with every transaction, and a new
+# TableMap with the same columns must not pay for code generation again.
+_SHAPE_CACHE: dict = {}
+_SHAPE_CACHE_MAX = 512
+
+
+def _shape(tmap, kind: str):
+    """Everything the generated code and the column decoders depend on."""
+    return (kind, tmap.schema, tmap.table, tuple(
+        (c.type, c.real_type, repr(c.meta), c.unsigned, c.collation, c.name,
+         tuple(c.enum_values) if c.enum_values is not None else None,
+         tuple(c.set_values) if c.set_values is not None else None, c.geometry_type,
+         c.vector_dimensions) for c in tmap.columns))
+
+
+def _cached(tmap, kind: str, build):
+    key = _shape(tmap, kind)
+    fn = _SHAPE_CACHE.get(key)
+    if fn is None:
+        fn = build()
+        if len(_SHAPE_CACHE) >= _SHAPE_CACHE_MAX:
+            _SHAPE_CACHE.clear()
+        _SHAPE_CACHE[key] = fn
+    return fn
+
+
 def compile_full_row_reader(tmap, decoders):
     """A function ``(buf, pos) -> (values tuple, new pos)`` for a full image without NULLs.
 
     *buf* must be ``bytes``. Raises IndexError/struct.error/ValueError on short input, which
     the caller turns into TruncatedEventError (it also checks the final position).
+    The generated code is shared by table maps of the same shape; the returned function is
+    new per table map (it carries that table map's caches, see :mod:`cdc.rows`).
     """
+    code = _cached(tmap, "full", lambda: _build_full_row_reader(tmap, decoders))
+
+    read = types.FunctionType(code.__code__, code.__globals__, "read")
+    read.source = code.source
+    read.batch_readers = {}     # caches of cdc.rows, dropped with this reader
+    read.image_readers = {}
+    return read
+
+
+def _build_full_row_reader(tmap, decoders):
     env = _env()
     lines = ["def read(buf, pos):"]
     lines += _image_body(tmap, decoders, env, "    ")
     lines.append("    if pos > len(buf):")
     lines.append("        raise IndexError('row runs past the end of the event')")
     lines.append(f"    return {_tuple(tmap)}, pos")
-    fn = _compile("\n".join(lines), env, "row reader", tmap)
-    fn.batch_readers = {}     # caches of cdc.rows, dropped with this reader
-    fn.image_readers = {}
-    return fn
+    return _compile("\n".join(lines), env, "row reader", tmap)
 
 
 def _no_null_values(nb: int, npresent: int):
@@ -228,6 +264,11 @@ def compile_rows_reader(tmap, decoders, update: bool):
     reader, which checks the bitmap again). The caller checks the returned position against
     the end and turns IndexError/struct.error/ValueError into TruncatedEventError.
     """
+    return _cached(tmap, "update" if update else "rows",
+                   lambda: _build_rows_reader(tmap, decoders, update))
+
+
+def _build_rows_reader(tmap, decoders, update: bool):
     ncols = len(tmap.columns)
     nb = (ncols + 7) >> 3
     env = _env()

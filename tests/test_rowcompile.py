@@ -146,3 +146,14 @@ def test_truncated_events_fail_alike(events):
             except TruncatedEventError:
                 outcomes.append("truncated")
         assert outcomes[0] == outcomes[1], cut
+
+
+def test_generated_code_is_shared_by_table_maps_of_one_shape(events):
+    from cdc.rows import _batch_reader
+    readers = {id(ev.table): ev.table.full_row_reader for ev in events}
+    assert len({r.__code__ for r in readers.values()}) == 1
+    assert len({id(_batch_reader(ev.table, ev.kind == "update")) for ev in events}) == 2
+    # caches stay per table map: they refer to it
+    for ev in events:
+        for reader in ev.table.full_row_reader.image_readers.values():
+            assert reader.tmap is ev.table
