@@ -98,8 +98,8 @@ def _decimal_lines(col, i: int, env: dict, ind: str) -> list[str] | None:
     suffix = "E-%d" % scale
     env[f"P{i}"] = "%d" + suffix
     env[f"N{i}"] = "-%d" + suffix
-    return [
-        f"{ind}r = FB(buf[pos:pos + {size}], 'big'); pos += {size}",
+    return size, [
+        f"{ind}r = FB(r{i}, 'big')",
         f"{ind}if r & {top}:",
         f"{ind}    r ^= {top}; v{i} = DEC(P{i} % {expr})",
         f"{ind}else:",
@@ -111,7 +111,7 @@ def _datetime2_lines(col, i: int, ind: str) -> list[str]:
     fsp = col.meta or 0
     nfrac, mult = _frac_reader(fsp)
     size = 5 + nfrac
-    lines = [f"{ind}r = FB(buf[pos:pos + {size}], 'big'); pos += {size}"]
+    lines = [f"{ind}r = FB(r{i}, 'big')"]
     if nfrac:
         lines.append(f"{ind}p = (r >> {8 * nfrac}) - 0x8000000000; "
                      f"us = (r & {(1 << (8 * nfrac)) - 1})" + (f" * {mult}" if mult != 1 else ""))
@@ -124,7 +124,7 @@ def _datetime2_lines(col, i: int, ind: str) -> list[str]:
         f"{ind}except ValueError:",
         f"{ind}    v{i} = MKDT(y, mo, ymd & 31, hms >> 12, (hms >> 6) & 63, hms & 63, us, {fsp})",
     ]
-    return lines
+    return size, lines
 
 
 def _image_body(tmap, decoders, env: dict, ind: str) -> list[str]:
@@ -132,6 +132,7 @@ def _image_body(tmap, decoders, env: dict, ind: str) -> list[str]:
     ``v0..vN`` and leaving ``pos`` after it."""
     lines: list[str] = []
     run: list[tuple[str, str]] = []   # (target, struct code)
+    pending: list[str] = []           # conversions of raw bytes read by the current run
 
     def flush_run():
         if not run:
@@ -141,7 +142,9 @@ def _image_body(tmap, decoders, env: dict, ind: str) -> list[str]:
         env[sname] = struct.Struct(fmt).unpack_from
         targets = ", ".join(t for t, _ in run)
         lines.append(f"{ind}{targets}, = {sname}(buf, pos); pos += {struct.calcsize(fmt)}")
+        lines.extend(pending)
         run.clear()
+        pending.clear()
 
     for col, dec in zip(tmap.columns, decoders):
         i = col.index
@@ -164,15 +167,18 @@ def _image_body(tmap, decoders, env: dict, ind: str) -> list[str]:
                 lines.append(f"{ind}v{i} = buf[pos:pos + n].decode('utf-8', 'surrogateescape'); "
                              f"pos += n")
             continue
-        flush_run()
         special = None
         if col.real_type == T.NEWDECIMAL:
             special = _decimal_lines(col, i, env, ind)
         elif col.real_type == T.DATETIME2:
             special = _datetime2_lines(col, i, ind)
         if special is not None:
-            lines += special
+            # fixed size: the raw bytes join the struct run, converted after it
+            size, conv = special
+            run.append((f"r{i}", f"{size}s"))
+            pending.extend(conv)
         else:
+            flush_run()
             env[f"D{i}"] = dec
             lines.append(f"{ind}v{i}, pos = D{i}(buf, pos)")
     flush_run()
