@@ -23,6 +23,7 @@ Values are identical to the generic path (tests/test_rowcompile.py runs both on 
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import struct
 import types
 from decimal import Decimal
@@ -35,6 +36,7 @@ _STRUCT_CODES = {T.TINY: "b", T.SHORT: "h", T.LONG: "i", T.LONGLONG: "q", T.FLOA
                  T.DOUBLE: "d"}
 _LEN_CODES = {1: "B", 2: "H", 4: "I"}
 _BLOBS = (T.TINY_BLOB, T.BLOB, T.MEDIUM_BLOB, T.LONG_BLOB)
+_BEFORE_NAMES = re.compile(r"\b([vr])(\d+)\b")
 
 
 def _struct_code(col) -> str | None:
@@ -127,9 +129,13 @@ def _datetime2_lines(col, i: int, ind: str) -> list[str]:
     return size, lines
 
 
-def _image_body(tmap, decoders, env: dict, ind: str) -> list[str]:
+def _image_body(tmap, decoders, env: dict, ind: str, reuse: str | None = None) -> list[str]:
     """Lines decoding one full NULL-free image at ``pos`` (after its NULL bitmap) into
-    ``v0..vN`` and leaving ``pos`` after it."""
+    ``v0..vN`` and leaving ``pos`` after it.
+
+    *reuse*: the prefix of the before image's variables (update after-images): a DECIMAL or
+    DATETIME whose raw bytes equal the before image's takes that (immutable) value as is.
+    """
     lines: list[str] = []
     run: list[tuple[str, str]] = []   # (target, struct code)
     pending: list[str] = []           # conversions of raw bytes read by the current run
@@ -168,14 +174,18 @@ def _image_body(tmap, decoders, env: dict, ind: str) -> list[str]:
                              f"pos += n")
             continue
         special = None
+        cind = ind + "    " if reuse else ind
         if col.real_type == T.NEWDECIMAL:
-            special = _decimal_lines(col, i, env, ind)
+            special = _decimal_lines(col, i, env, cind)
         elif col.real_type == T.DATETIME2:
-            special = _datetime2_lines(col, i, ind)
+            special = _datetime2_lines(col, i, cind)
         if special is not None:
             # fixed size: the raw bytes join the struct run, converted after it
             size, conv = special
             run.append((f"r{i}", f"{size}s"))
+            if reuse:
+                pending.extend([f"{ind}if r{i} == {reuse}r{i}:", f"{ind}    v{i} = {reuse}v{i}",
+                                f"{ind}else:"])
             pending.extend(conv)
         else:
             flush_run()
@@ -283,7 +293,7 @@ def _build_rows_reader(tmap, decoders, update: bool):
     tup = _tuple(tmap)
     check = "buf[pos]" if nb == 1 else f"buf[pos:pos + {nb}]"
 
-    def image(target: str) -> list[str]:
+    def image(target: str, body: list[str], tup: str) -> list[str]:
         return [f"        if {check} in NONULL:",
                 f"            pos += {nb}",
                 *body,
@@ -295,11 +305,19 @@ def _build_rows_reader(tmap, decoders, update: bool):
              "    append = rows.append",
              "    while pos < end:"]
     if update:
-        lines += image("b")
-        lines += image("a")
+        # The before image's variables are renamed bv*/br*; the after image takes the before
+        # value of a DECIMAL/DATETIME whose raw bytes are the same (values are immutable and a
+        # pure function of the bytes, so even bytes left from an earlier row are safe).
+        before = [_BEFORE_NAMES.sub(r"b\1\2", line) for line in body]
+        raws = sorted({m for line in before for m in re.findall(r"\bbr\d+\b", line)})
+        if raws:
+            lines.insert(1, f"    {' = '.join(raws)} = None")
+        after = _image_body(tmap, decoders, env, "            ", reuse="b")
+        lines += image("b", before, _BEFORE_NAMES.sub(r"b\1\2", tup))
+        lines += image("a", after, tup)
         lines.append("        append((b, a))")
     else:
-        lines += image("row")
+        lines += image("row", body, tup)
         lines.append("        append(row)")
     lines.append("    return pos")
     return _compile("\n".join(lines), env, "rows reader", tmap)
