@@ -75,6 +75,7 @@ def test_cdc_user_can_list_binlogs_and_read_the_position(mariadb):
 
 def test_cdc_user_can_dump_the_binlog(mariadb, db):
     """COM_BINLOG_DUMP as the cdc user streams ROTATE, FORMAT_DESCRIPTION ... WRITE_ROWS."""
+    mariadb.flush_binary_logs()     # a file of its own: earlier tests wrote to the current one
     file, pos = mariadb.current_position()
     mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(10))")
     mariadb.execute(f"INSERT INTO `{db}`.t VALUES (1, 'one')")
