@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
-import os
 import random
 import re
 import signal
@@ -179,7 +178,7 @@ class LagMonitor:
 
     def __init__(self, client: ReplicaClient, status: ServerStatus | None = None):
         self.client = client
-        self.status = status or ServerStatus(client._connect_pymysql)
+        self.status = status or ServerStatus(client.connect_sql)
         self.transactions = 0
         self.rows = 0
         self.error: BaseException | None = None
@@ -310,37 +309,10 @@ def plot_samples(samples: list[LagSample], path: str, title: str = "binlog-cdc l
 
 def add_lag_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``binlog-cdc lag`` (the caller sets ``func=run_lag``)."""
-    from .tail import PASSWORD_ENV
+    from .tail import add_connection_arguments, add_start_arguments
 
-    c = p.add_argument_group("connection")
-    c.add_argument("--host", required=True, help="the source server")
-    c.add_argument("--port", type=int, default=3306)
-    c.add_argument("--user", default=os.environ.get("BINLOG_CDC_USER", "root"),
-                   help="replication account (REPLICATION SLAVE and REPLICATION CLIENT / "
-                        "BINLOG MONITOR); default $BINLOG_CDC_USER or root")
-    pw = c.add_mutually_exclusive_group()
-    pw.add_argument("-p", "--password",
-                    help=f"the password (prefer --password-file or ${PASSWORD_ENV})")
-    pw.add_argument("--password-file", help="read the password from this file (first line)")
-    c.add_argument("--server-id", type=int, default=None,
-                   help="this replica's server_id (default: random, 1000000000-1999999999)")
-    c.add_argument("--ssl", action="store_true", help="require TLS")
-    c.add_argument("--ssl-ca", help="CA certificate file (verifies the server)")
-    c.add_argument("--ssl-cert", help="client certificate file")
-    c.add_argument("--ssl-key", help="client private key file")
-    c.add_argument("--ssl-verify", action=argparse.BooleanOptionalAction, default=None,
-                   help="verify the server certificate (default: when --ssl-ca is given)")
-    c.add_argument("--ssl-verify-identity", action="store_true",
-                   help="also check the server's host name against its certificate")
-    c.add_argument("--connect-timeout", type=float, default=10.0)
-
-    s = p.add_argument_group("where to start (default: the server's current end)")
-    s.add_argument("--file", help="binlog file to start in")
-    s.add_argument("--pos", type=int, help="position in --file (default 4)")
-    s.add_argument("--gtid", metavar="SET", help="a MySQL GTID set or MariaDB GTID position")
-    s.add_argument("--from", dest="start_at", choices=("latest", "earliest"), default=None,
-                   help="latest (default) or earliest (measure catching up from the oldest "
-                        "binlog)")
+    add_connection_arguments(p, retries=False)
+    add_start_arguments(p, "where to start (default: the server's current end)")
 
     o = p.add_argument_group("sampling and output")
     o.add_argument("--interval", type=float, default=1.0, metavar="S",

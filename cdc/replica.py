@@ -259,6 +259,14 @@ _VARIABLES = ("log_bin", "binlog_format", "binlog_row_image", "binlog_checksum",
 # --- the client ------------------------------------------------------------------------------
 
 
+def sql_connection(host: str, port: int = 3306, user: str = "root", password: str = "", *,
+                   ssl=None, connect_timeout: float = 10.0):
+    """A plain autocommit SQL connection to a source server, with the replica client's TLS
+    handling and error messages (:meth:`ReplicaClient.connect_sql`)."""
+    return ReplicaClient(host, port, user, password, server_id=1, ssl=ssl,
+                         connect_timeout=connect_timeout).connect_sql()
+
+
 class ReplicaClient:
     """Streams committed transactions from a MySQL (5.7-9.x) or MariaDB (10.x-11.x) server.
 
@@ -632,7 +640,10 @@ class ReplicaClient:
             return None
         return grant_statement(self.server, getattr(self, "_account", f"'{self.user}'@'%'"))
 
-    def _connect_pymysql(self):
+    def connect_sql(self):
+        """A plain autocommit SQL connection (PyMySQL, utf8mb4) with this client's host, user,
+        TLS options and error mapping: for the queries around a stream (positions, table
+        definitions). The caller closes it."""
         import pymysql
         kw: dict[str, Any] = dict(host=self.host, port=self.port, user=self.user,
                                   password=self.password, connect_timeout=self.connect_timeout,
@@ -678,7 +689,7 @@ class ReplicaClient:
         """One connection attempt: log in, check, negotiate, register, start the dump and read
         its first packet."""
         self._disconnect()
-        conn = self._connect_pymysql()
+        conn = self.connect_sql()
         try:
             self._open_on(conn)
         except BaseException:

@@ -33,8 +33,8 @@ def _patterns(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
-def add_tail_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of ``binlog-cdc tail`` (the caller sets ``func=run_tail``)."""
+def add_connection_arguments(p: argparse.ArgumentParser, *, retries: bool = True) -> None:
+    """The connection options shared by ``tail`` and ``lag``: server, account, TLS."""
     c = p.add_argument_group("connection")
     c.add_argument("--host", required=True, help="the source server")
     c.add_argument("--port", type=int, default=3306)
@@ -42,7 +42,8 @@ def add_tail_arguments(p: argparse.ArgumentParser) -> None:
                    help="replication account (needs REPLICATION SLAVE and REPLICATION CLIENT / "
                         "BINLOG MONITOR); default $BINLOG_CDC_USER or root")
     pw = c.add_mutually_exclusive_group()
-    pw.add_argument("--password", help=f"the password (prefer --password-file or ${PASSWORD_ENV})")
+    pw.add_argument("-p", "--password",
+                    help=f"the password (prefer --password-file or ${PASSWORD_ENV})")
     pw.add_argument("--password-file", help="read the password from this file (first line)")
     c.add_argument("--server-id", type=int, default=None,
                    help="this replica's server_id, unique among the source's replicas "
@@ -56,12 +57,18 @@ def add_tail_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--ssl-verify-identity", action="store_true",
                    help="also check the server's host name against its certificate")
     c.add_argument("--connect-timeout", type=float, default=10.0)
-    c.add_argument("--max-retries", type=int, default=None,
-                   help="give up after this many reconnect attempts in a row (default: no limit)")
-    c.add_argument("--max-retry-time", type=float, default=None,
-                   help="give up after reconnecting for this many seconds (default: no limit)")
+    if retries:
+        c.add_argument("--max-retries", type=int, default=None,
+                       help="give up after this many reconnect attempts in a row (default: no "
+                            "limit)")
+        c.add_argument("--max-retry-time", type=float, default=None,
+                       help="give up after reconnecting for this many seconds (default: no "
+                            "limit)")
 
-    s = p.add_argument_group("where to start (default: now)")
+
+def add_start_arguments(p: argparse.ArgumentParser, title: str) -> None:
+    """Where a client starts: --gtid, --file/--pos or --from latest|earliest."""
+    s = p.add_argument_group(title)
     s.add_argument("--gtid", metavar="SET",
                    help="MySQL: the GTID set already seen ('uuid:1-42'); MariaDB: the GTID "
                         "position ('0-1-42')")
@@ -70,6 +77,12 @@ def add_tail_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--from", dest="start_at", choices=("latest", "earliest"), default=None,
                    help="latest (default): changes from now on; earliest: from the oldest "
                         "binlog the server has")
+
+
+def add_tail_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``binlog-cdc tail`` (the caller sets ``func=run_tail``)."""
+    add_connection_arguments(p)
+    add_start_arguments(p, "where to start (default: now)")
 
     o = p.add_argument_group("output")
     o.add_argument("--format", choices=("text", "jsonl"), default="text",

@@ -103,19 +103,9 @@ class ServerColumns:
         self._conn = None
 
     def _connect(self):
-        import pymysql
-        kw = dict(host=self.host, port=self.port, user=self.user, password=self._password,
-                  connect_timeout=self.connect_timeout, read_timeout=60, write_timeout=60,
-                  charset="utf8mb4", autocommit=True)
-        if self.ssl:
-            from cdc.replica import SslOptions
-            kw["ssl"] = SslOptions.coerce(self.ssl).context()
-        try:
-            return pymysql.connect(**kw)
-        except pymysql.err.MySQLError as e:
-            from cdc.errors import ReplicationError
-            raise ReplicationError(f"DeltaUpserter: cannot connect to {self.host}:{self.port} "
-                                   f"as {self.user}: {e.args[-1] if e.args else e}") from None
+        from cdc.replica import sql_connection
+        return sql_connection(self.host, self.port, self.user, self._password, ssl=self.ssl,
+                              connect_timeout=self.connect_timeout)
 
     def __call__(self, db: str, table: str) -> TableInfo:
         import pymysql

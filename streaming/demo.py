@@ -168,18 +168,6 @@ class Workload(threading.Thread):
 # --- the stream -----------------------------------------------------------------------------------
 
 
-def spark_session():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master("local[2]").appName("binlog-cdc-demo")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
 def start_stream(spark, server: Server, start: tuple[str, int], out: Path, upserter, *,
                  batch_rows: int, available_now: bool):
     r = server.replication
@@ -298,7 +286,8 @@ def main(argv=None) -> int:
         say(f"created {DB}.customers and {DB}.orders; the stream starts at {start[0]}:{start[1]}")
 
         say("starting Spark (local[2]) ...")
-        spark = spark_session()
+        from .local_spark import local_spark
+        spark = local_spark("binlog-cdc-demo")
         if args.metrics_port is not None:
             from .metrics import start_metrics
             start_metrics(spark, port=args.metrics_port)

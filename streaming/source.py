@@ -48,7 +48,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               ReadMaxRows, SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
-from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError, ReplicationError
+from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
 from cdc.files import BinlogFileReader, binlog_paths
 from cdc.transactions import TransactionAssembler
 
@@ -69,20 +69,10 @@ SCAN_LOOKAHEAD = 4         # the driver scans up to this many limits' worth ahea
 
 
 def connect(opts: SourceOptions):
-    """A plain PyMySQL connection (driver-side queries: positions, information_schema)."""
-    import pymysql
-    from cdc.replica import SslOptions
-    kw = dict(host=opts.host, port=opts.port, user=opts.user, password=opts.password.get(),
-              connect_timeout=opts.connect_timeout_s, read_timeout=60, write_timeout=60,
-              charset="utf8mb4", autocommit=True)
-    if opts.ssl:
-        kw["ssl"] = SslOptions.coerce(opts.ssl).context()
-    try:
-        return pymysql.connect(**kw)
-    except pymysql.err.MySQLError as e:
-        # PyMySQL's message never holds the password; keep only its text
-        raise ReplicationError(f"cannot connect to {opts.describe()}: {e.args[-1] if e.args else e}"
-                               ) from None
+    """A plain SQL connection (driver-side queries: positions, information_schema)."""
+    from cdc.replica import sql_connection
+    return sql_connection(opts.host, opts.port, opts.user, opts.password.get(), ssl=opts.ssl,
+                          connect_timeout=opts.connect_timeout_s)
 
 
 def replica_client(opts: SourceOptions, start, server_id: int):

@@ -6,6 +6,7 @@
 * ``db`` (function): the name of a fresh, empty database on ``mariadb``; dropped afterwards.
 * ``binlog_snapshot`` (function): ``binlog_snapshot(server=None, since_file=None)`` flushes
   the binlog and returns copies of the closed binlog files in a new tmp dir.
+* ``spark`` (module): a local SparkSession (``local[2]``), stopped after the module.
 * ``mysql84`` (session): a MySQL 8.4 container (GTID on, ROW binlog) when a Docker engine is
   reachable, else the test is skipped.
 """
@@ -117,6 +118,20 @@ def binlog_snapshot(mariadb: EmbeddedMariaDB, tmp_path: Path) -> Callable[..., l
                                                     since_file=since_file)
 
     return snap
+
+
+# --- Spark ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """A local SparkSession, one per test module (start-up costs several seconds)."""
+    pytest.importorskip("pyspark")
+    from streaming.local_spark import local_spark
+
+    session = local_spark("binlog-cdc-tests")
+    yield session
+    session.stop()
 
 
 # --- MySQL 8.4 in Docker (optional) ---------------------------------------------------------

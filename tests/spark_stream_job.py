@@ -11,18 +11,14 @@ import json
 import os
 import sys
 
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pyspark.sql import SparkSession  # noqa: E402
+from streaming.local_spark import local_spark  # noqa: E402
 
 
 def main() -> None:
     cfg = json.loads(sys.argv[1])
-    spark = (SparkSession.builder.master("local[2]").appName("binlog-cdc-kill-test")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_spark("binlog-cdc-kill-test")
     reader = spark.readStream.format("binlog-cdc")
     for k, v in cfg["options"].items():
         reader = reader.option(k, v)

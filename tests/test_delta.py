@@ -28,37 +28,16 @@ deltalake = pytest.importorskip("deltalake")
 import pyarrow as pa  # noqa: E402
 from deltalake import DeltaTable  # noqa: E402
 from pyspark.errors import StreamingQueryException  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
 
 from cdc.errors import ConfigurationError, SchemaError  # noqa: E402
 from cdc.render import time_text  # noqa: E402
 from streaming.delta import DeltaUpserter  # noqa: E402
 
+from spark_support import source_options  # noqa: E402
+
 pytestmark = [pytest.mark.server, pytest.mark.spark]
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (SparkSession.builder.master("local[2]").appName("binlog-cdc-delta-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
-
-
-def source_options(mariadb, db: str, start, **extra) -> dict:
-    p = mariadb.cdc_params()
-    opts = {"host": p["host"], "port": str(p["port"]), "user": p["user"],
-            "password": p["password"], "includeTables": f"{db}.*",
-            "startingPosition": json.dumps({"file": start[0], "pos": start[1]})}
-    opts.update({k: str(v) for k, v in extra.items()})
-    return opts
 
 
 def upserter(mariadb, root, app_id="test-app") -> DeltaUpserter:
@@ -274,15 +253,11 @@ def test_replayed_batch_changes_nothing(spark, mariadb, db, tmp_path):
 
 JOB = textwrap.dedent("""
     import json, os, sys, time
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    from streaming.local_spark import local_spark
     from streaming.delta import DeltaUpserter
 
     cfg = json.loads(sys.argv[1])
-    spark = (SparkSession.builder.master("local[2]").appName("delta-kill-test")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_spark("delta-kill-test")
     up = DeltaUpserter(cfg["root"], app_id=cfg["app_id"], **cfg["server"])
 
     def fb(df, batch_id):
