@@ -17,7 +17,6 @@ import os
 import platform
 import resource
 import shutil
-import subprocess
 import tempfile
 from importlib.metadata import version
 

@@ -8,23 +8,13 @@ reads, decoding, Arrow conversion, the JVM side), measured on a warm session.
 from __future__ import annotations
 
 import json
-import os
-import sys
 import tempfile
 import time
 
 
 def session(cores: int = 2):
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master(f"local[{cores}]").appName("binlog-cdc-bench")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    from streaming.local_spark import local_spark
+    return local_spark("binlog-cdc-bench", cores)
 
 
 def stream_rows_per_s(spark, conn: dict, db: str, start_file: str, partitions: int,
