@@ -224,19 +224,26 @@ def read_newdecimal(buf, pos: int, precision: int, scale: int) -> tuple[Decimal,
     return Decimal(text), end
 
 
+def decimal_groups(precision: int, scale: int) -> list[tuple[int, int]]:
+    """The (byte length, decimal digits) groups of a binary DECIMAL, in order: the integer
+    part's leftover digits, its 9-digit groups, the fraction's 9-digit groups, its leftover."""
+    intg = precision - scale
+    groups = []
+    if intg % 9:
+        groups.append((_DIG2BYTES[intg % 9], intg % 9))
+    groups += [(4, 9)] * (intg // 9)
+    groups += [(4, 9)] * (scale // 9)
+    if scale % 9:
+        groups.append((_DIG2BYTES[scale % 9], scale % 9))
+    return groups
+
+
 def _decimal_factory(col: ColumnDef) -> Decoder:
     precision, scale = col.meta
     size = decimal_size(precision, scale)
     if precision <= 18:
         # Fast path: the value fits one integer; digits are grouped by 9 per 4 bytes.
-        intg = precision - scale
-        groups = []  # (byte length, decimal digits) in order
-        if intg % 9:
-            groups.append((_DIG2BYTES[intg % 9], intg % 9))
-        groups += [(4, 9)] * (intg // 9)
-        groups += [(4, 9)] * (scale // 9)
-        if scale % 9:
-            groups.append((_DIG2BYTES[scale % 9], scale % 9))
+        groups = decimal_groups(precision, scale)
         suffix = "E-%d" % scale
         nbits = size * 8
         top = 1 << (nbits - 1)

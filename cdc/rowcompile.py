@@ -29,7 +29,7 @@ import types
 from decimal import Decimal
 
 from .charsets import codec_of
-from .coltypes import _DIG2BYTES, _frac_reader, _make_datetime, decimal_size
+from .coltypes import _frac_reader, _make_datetime, decimal_groups, decimal_size
 from .constants import ColumnType as T
 
 _STRUCT_CODES = {T.TINY: "b", T.SHORT: "h", T.LONG: "i", T.LONGLONG: "q", T.FLOAT: "f",
@@ -78,14 +78,7 @@ def _decimal_lines(col, i: int, env: dict, ind: str) -> list[str] | None:
     if precision > 18:
         return None
     size = decimal_size(precision, scale)
-    intg = precision - scale
-    groups = []
-    if intg % 9:
-        groups.append((_DIG2BYTES[intg % 9], intg % 9))
-    groups += [(4, 9)] * (intg // 9)
-    groups += [(4, 9)] * (scale // 9)
-    if scale % 9:
-        groups.append((_DIG2BYTES[scale % 9], scale % 9))
+    groups = decimal_groups(precision, scale)
     nbits = size * 8
     top = 1 << (nbits - 1)
     ones = (1 << nbits) - 1
