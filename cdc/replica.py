@@ -34,7 +34,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from .constants import ChecksumAlg
 from .errors import (BinlogPurgedError, CdcError, ConfigurationError, PrivilegeError,
@@ -265,6 +265,41 @@ def sql_connection(host: str, port: int = 3306, user: str = "root", password: st
     handling and error messages (:meth:`ReplicaClient.connect_sql`)."""
     return ReplicaClient(host, port, user, password, server_id=1, ssl=ssl,
                          connect_timeout=connect_timeout).connect_sql()
+
+
+class SqlSession:
+    """One SQL connection, opened by *connect* on first use and opened again once when the
+    server has dropped it (``run`` retries the call on the new connection). Pickles without
+    the connection."""
+
+    def __init__(self, connect: Callable[[], Any]):
+        self._connect = connect
+        self.conn = None
+
+    def run(self, call: Callable[[Any], Any]) -> Any:
+        """``call(connection)``, retried once on a fresh connection after a lost one."""
+        import pymysql
+        for attempt in (0, 1):
+            if self.conn is None:
+                self.conn = self._connect()
+            try:
+                return call(self.conn)
+            except (pymysql.err.OperationalError, pymysql.err.InterfaceError):
+                self.close()
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+    def __getstate__(self):
+        return dict(self.__dict__, conn=None)
 
 
 class ReplicaClient:

@@ -53,6 +53,7 @@ from cdc.coltypes import ColumnDef
 from cdc.constants import ColumnType as T
 from cdc.errors import ConfigurationError, SchemaError
 from cdc.render import time_text, to_json_text
+from cdc.replica import SqlSession, sql_connection
 
 from .schema import columns_from_server, spark_column
 
@@ -100,38 +101,17 @@ class ServerColumns:
         self._password = password
         self.connect_timeout = connect_timeout
         self.ssl = ssl
-        self._conn = None
+        self._sql = SqlSession(self._connect)
 
     def _connect(self):
-        from cdc.replica import sql_connection
         return sql_connection(self.host, self.port, self.user, self._password, ssl=self.ssl,
                               connect_timeout=self.connect_timeout)
 
     def __call__(self, db: str, table: str) -> TableInfo:
-        import pymysql
-        for attempt in (0, 1):
-            if self._conn is None:
-                self._conn = self._connect()
-            try:
-                return table_info_from_server(self._conn, db, table)
-            except (pymysql.err.OperationalError, pymysql.err.InterfaceError):
-                self.close()
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
+        return self._sql.run(lambda conn: table_info_from_server(conn, db, table))
 
     def close(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except Exception:
-                pass
-            self._conn = None
-
-    def __getstate__(self):  # Spark Connect pickles foreachBatch functions: not the connection
-        state = self.__dict__.copy()
-        state["_conn"] = None
-        return state
+        self._sql.close()
 
 
 # --- types -----------------------------------------------------------------------------------------

@@ -50,6 +50,8 @@ from pyspark.sql.types import StructType
 
 from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
 from cdc.files import BinlogFileReader, binlog_paths
+from cdc.lag import bytes_behind
+from cdc.replica import SqlSession
 from cdc.transactions import TransactionAssembler
 
 from .offsets import BinlogOffset, file_number
@@ -269,7 +271,7 @@ class _Driver:
 
     def __init__(self, opts: SourceOptions):
         self.opts = opts
-        self.conn = None
+        self.sql = SqlSession(lambda: connect(opts))
         self.mariadb: bool | None = None
         self.anchor: BinlogOffset | None = None
         self.boundaries: list[Boundary] = []
@@ -278,26 +280,13 @@ class _Driver:
         self.available_now_end: tuple[int, int] | None = None
 
     def query(self, sql: str, args=None) -> list[tuple]:
-        import pymysql
-        for attempt in (0, 1):
-            if self.conn is None:
-                self.conn = connect(self.opts)
-                self.mariadb = "mariadb" in str(self.conn.get_server_info()).lower()
-            try:
-                return _query(self.conn, sql, args)
-            except (pymysql.err.OperationalError, pymysql.err.InterfaceError):
-                self.close()
-                if attempt:
-                    raise
-        return []
+        rows = self.sql.run(lambda conn: _query(conn, sql, args))
+        if self.mariadb is None:
+            self.mariadb = "mariadb" in str(self.sql.conn.get_server_info()).lower()
+        return rows
 
     def close(self) -> None:
-        conn, self.conn = self.conn, None
-        if conn is not None:
-            try:
-                conn.close()
-            except Exception:
-                pass
+        self.sql.close()
 
     def binary_logs(self) -> list[tuple[str, int]]:
         return [(str(r[0]), int(r[1])) for r in self.query("SHOW BINARY LOGS")]
@@ -436,14 +425,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = d.server_end
         if end is None:
             return None
-        sizes = dict(logs)
-        if chosen.file == end.file:
-            behind = max(0, end.pos - chosen.pos)
-        else:
-            behind = max(0, sizes.get(chosen.file, chosen.pos) - chosen.pos) + sum(
-                size for name, size in logs
-                if file_number(chosen.file) < file_number(name) < file_number(end.file)) \
-                + end.pos
+        behind = bytes_behind(chosen.file, chosen.pos, end.file, end.pos, logs)
         pending = [b for b in d.boundaries if chosen.key < b.key <= end.key]
         if behind == 0 or not pending and d.scanned_to is not None and d.scanned_to >= end.key:
             lag = 0.0
