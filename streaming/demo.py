@@ -88,10 +88,13 @@ class Server:
             conn.close()
 
     def position(self) -> tuple[str, int]:
-        row = self.query("SHOW MASTER STATUS")
-        if not row:
-            raise CdcError("SHOW MASTER STATUS returned nothing: the server needs log_bin on")
-        return str(row[0][0]), int(row[0][1])
+        """The end of the server's binlog (the statement each server version spells)."""
+        from cdc.lag import ServerStatus
+        status = ServerStatus(self.connect)
+        try:
+            return status.end()
+        finally:
+            status.close()
 
     def close(self) -> None:
         if self.embedded is not None:
