@@ -14,6 +14,7 @@ from typing import Callable, NamedTuple
 
 from .constants import (DELETE_TYPES, UPDATE_TYPES, WRITE_TYPES, ChecksumAlg, EventFlag, EventType)
 from .errors import CompressionError, EncryptedBinlogError, SchemaError, TruncatedEventError
+from .gtid import MariaGtid, decode_maria_gtid_body
 from .rows import decode_images, present_columns
 from .tablemap import TableMap, decode_table_map
 from .wire import read_lenenc
@@ -93,6 +94,9 @@ class Context:
 
 
 Decode = Callable[[EventHeader, memoryview, Context], Event]
+# Decoders run only under the parser, which sets file/pos/end_pos on what they return: the
+# hot ones skip Event.__init__ (a Python call per event) and set only the header.
+_new_event = object.__new__
 REGISTRY: dict[int, Decode] = {}
 
 
@@ -188,7 +192,8 @@ class XidEvent(Event):
 
 @register(EventType.XID)
 def _xid(h, body, ctx):
-    ev = XidEvent(h)
+    ev = _new_event(XidEvent)
+    ev.header = h
     ev.xid = struct.unpack_from("<Q", body, 0)[0]
     return ev
 
@@ -322,14 +327,16 @@ class RowsQueryEvent(Event):
 
 @register(EventType.ROWS_QUERY)
 def _rows_query(h, body, ctx):
-    ev = RowsQueryEvent(h)
+    ev = _new_event(RowsQueryEvent)
+    ev.header = h
     ev.query = bytes(body[1:]).decode("utf-8", "replace")
     return ev
 
 
 @register(EventType.MARIA_ANNOTATE_ROWS)
 def _annotate_rows(h, body, ctx):
-    ev = RowsQueryEvent(h)
+    ev = _new_event(RowsQueryEvent)
+    ev.header = h
     ev.query = bytes(body).decode("utf-8", "replace")
     return ev
 
@@ -570,7 +577,8 @@ def _table_map(h, body, ctx):
             ctx._tmap_cache.clear()
         ctx._tmap_cache[key] = tmap
     ctx.tables[tmap.table_id] = tmap
-    ev = TableMapEvent(h)
+    ev = _new_event(TableMapEvent)
+    ev.header = h
     ev.table = tmap
     return ev
 
@@ -623,15 +631,27 @@ _V2_ROWS = {EventType.WRITE_ROWS, EventType.UPDATE_ROWS, EventType.DELETE_ROWS,
             EventType.MARIA_UPDATE_ROWS_COMPRESSED, EventType.MARIA_DELETE_ROWS_COMPRESSED}
 
 
-@register(*(WRITE_TYPES | UPDATE_TYPES | DELETE_TYPES) - {EventType.PRE_GA_WRITE_ROWS,
-          EventType.PRE_GA_UPDATE_ROWS, EventType.PRE_GA_DELETE_ROWS})
+_ROWS_DECODED = (WRITE_TYPES | UPDATE_TYPES | DELETE_TYPES) - {
+    EventType.PRE_GA_WRITE_ROWS, EventType.PRE_GA_UPDATE_ROWS, EventType.PRE_GA_DELETE_ROWS}
+# type code -> (kind, partial, post-header length when the FDE does not say, compressed)
+_ROWS_SPEC = {t: ("insert" if t in WRITE_TYPES else "update" if t in UPDATE_TYPES else "delete",
+                  t == EventType.PARTIAL_UPDATE_ROWS,
+                  10 if t in _V2_ROWS and t not in _MARIA_COMPRESSED_ROWS else 8,
+                  t in _MARIA_COMPRESSED_ROWS)
+              for t in _ROWS_DECODED}
+
+
+@register(*_ROWS_DECODED)
 def _rows(h, body, ctx):
-    t = h.type_code
-    ev = RowsEvent(h)
-    ev.kind = "insert" if t in WRITE_TYPES else "update" if t in UPDATE_TYPES else "delete"
-    ev.partial = t == EventType.PARTIAL_UPDATE_ROWS
-    default_phl = 10 if t in _V2_ROWS and t not in _MARIA_COMPRESSED_ROWS else 8
-    phl = ctx.post_header_len(t, default_phl)
+    t = h[1]
+    kind, partial, default_phl, compressed = _ROWS_SPEC[t]
+    ev = _new_event(RowsEvent)
+    ev.header = h
+    ev.kind = kind
+    ev.partial = partial
+    fde = ctx.fde
+    phl = fde.post_header_lengths[t - 1] if fde is not None and t <= len(
+        fde.post_header_lengths) else default_phl
     if phl == 6:
         ev.table_id = int.from_bytes(body[0:4], "little")
         ev.flags = int.from_bytes(body[4:6], "little")
@@ -645,29 +665,33 @@ def _rows(h, body, ctx):
         if extra_len > 2:
             ev.extra = bytes(body[10:10 + extra_len - 2])
         p = 8 + extra_len
-    ncols, p = read_lenenc(body, p)
-    nbytes = (ncols + 7) // 8
+    ncols = body[p]
+    if ncols < 251:
+        p += 1
+    else:
+        ncols, p = read_lenenc(body, p)
+    nbytes = (ncols + 7) >> 3
     ev._present = present_columns(bytes(body[p:p + nbytes]), ncols)
     p += nbytes
-    ev._present_after = None
-    if ev.kind == "update":
+    if kind == "update":
         ev._present_after = present_columns(bytes(body[p:p + nbytes]), ncols)
         p += nbytes
+    else:
+        ev._present_after = None
     if p > len(body):
         raise TruncatedEventError("rows event header runs past the end of the event")
     data = body[p:]
-    if t in _MARIA_COMPRESSED_ROWS:
+    if compressed:
         data = maria_uncompress(data)
     ev._data = bytes(data)
     ev._start = 0
     ev._rows = None
-    ev.table = ctx.tables.get(ev.table_id)
-    if ev.table is not None and len(ev.table.columns) != ncols:
+    # Table maps stay valid until the end of the transaction (the STMT_END flag does not drop them).
+    tmap = ev.table = ctx.tables.get(ev.table_id)
+    if tmap is not None and len(tmap.columns) != ncols:
         raise SchemaError(
-            f"rows event for {ev.table.qualified_name} has {ncols} columns but its TABLE_MAP has "
-            f"{len(ev.table.columns)}; the binlog is inconsistent")
-    if ev.stmt_end:
-        pass  # table maps stay valid until the end of the transaction (cleared by the tracker)
+            f"rows event for {tmap.qualified_name} has {ncols} columns but its TABLE_MAP has "
+            f"{len(tmap.columns)}; the binlog is inconsistent")
     return ev
 
 
@@ -701,7 +725,8 @@ class GtidEvent(Event):
 @register(EventType.GTID, EventType.ANONYMOUS_GTID)
 def _gtid(h, body, ctx):
     from .gtid import decode_mysql_gtid_body
-    ev = GtidEvent(h)
+    ev = _new_event(GtidEvent)
+    ev.header = h
     ev.info = decode_mysql_gtid_body(body, anonymous=h.type_code == EventType.ANONYMOUS_GTID)
     return ev
 
@@ -709,7 +734,8 @@ def _gtid(h, body, ctx):
 @register(EventType.GTID_TAGGED)
 def _gtid_tagged(h, body, ctx):
     from .gtid import decode_mysql_gtid_tagged_body
-    ev = GtidEvent(h)
+    ev = _new_event(GtidEvent)
+    ev.header = h
     ev.info = decode_mysql_gtid_tagged_body(body)
     return ev
 
@@ -728,25 +754,48 @@ def _previous_gtids(h, body, ctx):
 
 
 class MariaGtidEvent(Event):
-    """MariaDB GTID (162): starts a transaction (or a standalone DDL when ``standalone``)."""
+    """MariaDB GTID (162): starts a transaction (or a standalone DDL when ``standalone``).
 
-    __slots__ = ("info",)
+    ``gtid`` and ``standalone`` are read at once; ``info`` (every field,
+    :class:`cdc.gtid.MariaGtidInfo`) is decoded on first access when nothing in the body could
+    fail to decode (no XA data, no extra flags), else at once so that a malformed body raises
+    while parsing.
+    """
+
+    __slots__ = ("gtid", "standalone", "_info", "_body")
     _fields = ("gtid", "standalone")
 
     @property
-    def gtid(self):
-        return self.info.gtid
+    def info(self):
+        if self._info is None:
+            self._info = decode_maria_gtid_body(self._body, self.header.server_id)
+        return self._info
 
-    @property
-    def standalone(self) -> bool:
-        return self.info.standalone
+
+_MARIA_GTID_HEAD = struct.Struct("<QIB").unpack_from
+_MARIA_GTID_FLAGS_LAZY = 0x3F   # STANDALONE .. DDL: no field but commit_id depends on them
 
 
 @register(EventType.MARIA_GTID)
 def _maria_gtid(h, body, ctx):
-    from .gtid import decode_maria_gtid_body
-    ev = MariaGtidEvent(h)
-    ev.info = decode_maria_gtid_body(body, h.server_id)
+    ev = _new_event(MariaGtidEvent)
+    ev.header = h
+    n = len(body)
+    if n >= 13:
+        seq_no, domain_id, flags = _MARIA_GTID_HEAD(body, 0)
+        extra_at = 21 if flags & 2 else 13   # after commit_id (FL_GROUP_COMMIT_ID)
+        if not flags & ~_MARIA_GTID_FLAGS_LAZY and n >= extra_at and (n == extra_at or
+                                                                       not body[extra_at]):
+            ev.gtid = MariaGtid(domain_id, h.server_id, seq_no)
+            ev.standalone = bool(flags & 1)
+            ev._info = None
+            ev._body = bytes(body)
+            return ev
+    info = decode_maria_gtid_body(body, h.server_id)
+    ev._info = info
+    ev._body = None
+    ev.gtid = info.gtid
+    ev.standalone = info.standalone
     return ev
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from .errors import ConfigurationError
-from .events import Event, RotateEvent
+from .events import Event
 from .parser import BinlogParser
 
 CHUNK = 1 << 20
@@ -97,13 +97,14 @@ class BinlogFileReader:
             first, last = i == 0, i == len(paths) - 1
             start = self.start_position if first else None
             stop = self.stop_position if last else None
-            rotate_to = None
-            for ev in self._file_events(path, start):
-                if stop is not None and ev.pos is not None and ev.pos >= stop:
-                    return
-                if isinstance(ev, RotateEvent) and not ev.artificial:
-                    rotate_to = ev.next_file
-                yield ev
+            if stop is None:
+                yield from self._file_events(path, start)
+            else:
+                for ev in self._file_events(path, start):
+                    if ev.pos is not None and ev.pos >= stop:
+                        return
+                    yield ev
+            rotate_to = self.parser.rotated_to
             done += path.stat().st_size
             if self.progress:
                 self.progress(done, total)

@@ -30,7 +30,16 @@ from .events import (HEADER, REGISTRY, Context, Event, EventHeader, RotateEvent,
 
 MAX_EVENT_SIZE = 1 << 30  # max_allowed_packet's ceiling; larger sizes mean corruption
 _HDR = HEADER.unpack_from
+_U32 = struct.Struct("<I").unpack_from
 _crc32 = zlib.crc32
+_new_header = tuple.__new__
+_REGISTRY_GET = REGISTRY.get
+FORMAT_DESCRIPTION, ROTATE = EventType.FORMAT_DESCRIPTION.value, EventType.ROTATE.value
+# Types with work after decoding (payload expansion, file switch): everything else takes the
+# straight path in events().
+_SPECIAL = frozenset({EventType.TRANSACTION_PAYLOAD.value, ROTATE})
+_SLOW = _SPECIAL | {FORMAT_DESCRIPTION}   # decoded by _decode, not inline in events()
+CRC32 = ChecksumAlg.CRC32
 
 
 class BinlogParser:
@@ -54,12 +63,17 @@ class BinlogParser:
         self.expand_payloads = expand_payloads
         self.ctx = Context(checksum)
         self.ctx.file = file
-        self._buf = bytearray()
+        self._buf = b""           # bytes being decoded; events are memoryview slices of it
         self._off = 0
+        self._chunks: list[bytes] = []   # fed, not yet joined onto _buf
+        self._chunks_len = 0
+        self._need = V4_HEADER_LEN  # bytes from _off the next event needs (a join before that is waste)
         self._need_magic = not stream
         self._pos = 0 if not stream else None
         self._start_position = position
         self._first_event = True
+        #: The file a (non-artificial) ROTATE named last: where the binlog continues.
+        self.rotated_to: str | None = None
 
     # --- input -------------------------------------------------------------------------------
 
@@ -78,10 +92,20 @@ class BinlogParser:
 
     def feed(self, data: bytes) -> None:
         """Add bytes (any chunking)."""
-        if self._off and self._off > len(self._buf) // 2:
-            del self._buf[:self._off]
-            self._off = 0
-        self._buf += data
+        if data:
+            self._chunks.append(data if type(data) is bytes else bytes(data))
+            self._chunks_len += len(data)
+
+    def _join(self) -> None:
+        """Move the fed chunks onto the unread rest of the buffer (one copy per byte)."""
+        buf, off, chunks = self._buf, self._off, self._chunks
+        if off >= len(buf) and len(chunks) == 1:
+            self._buf = chunks[0]
+        else:
+            self._buf = b"".join([memoryview(buf)[off:], *chunks])
+        self._off = 0
+        self._chunks = []
+        self._chunks_len = 0
 
     def feed_event(self, data: bytes) -> list[Event]:
         """Stream framing: one whole event (a replication packet without its OK byte).
@@ -97,19 +121,26 @@ class BinlogParser:
             raise TruncatedEventError(
                 f"event says it is {size} bytes but the packet carries {len(data)}",
                 file=self.ctx.file)
-        return list(self._decode_all(bytes(data), None))
+        raw = memoryview(data if type(data) is bytes else bytes(data))
+        ev = self._decode(raw, None)
+        if ev.header.type_code in _SPECIAL:
+            return [ev, *self._after_special(ev)]
+        return [ev]
 
     def seek(self, position: int) -> None:
         """File framing: discard buffered bytes; the next byte fed is at *position*."""
         if self._need_magic:
             raise ParseError("seek() before the magic and format description were read")
-        self._buf = bytearray()
+        self._buf = b""
         self._off = 0
+        self._chunks = []
+        self._chunks_len = 0
+        self._need = V4_HEADER_LEN
         self._pos = position
 
     def close(self) -> None:
         """Declare the end of input; raises TruncatedEventError if a partial event is left."""
-        left = len(self._buf) - self._off
+        left = len(self._buf) - self._off + self._chunks_len
         if left:
             raise TruncatedEventError(
                 f"input ends inside an event: {left} bytes left over (the file is truncated or "
@@ -122,36 +153,76 @@ class BinlogParser:
 
     def events(self) -> Iterator[Event]:
         """Yield every complete event in the buffer."""
-        buf = self._buf
-        while True:
-            if self._need_magic:
-                if len(buf) - self._off < 4:
-                    return
-                magic = bytes(buf[self._off:self._off + 4])
-                if magic != BINLOG_MAGIC:
-                    raise BadMagicError(f"not a binlog file: starts with {magic.hex()} instead of "
-                                        f"fe62696e", file=self.ctx.file, position=0)
-                self._off += 4
-                self._pos = 4
-                self._need_magic = False
-            avail = len(buf) - self._off
-            if avail < V4_HEADER_LEN:
+        if self._chunks and len(self._buf) - self._off + self._chunks_len >= self._need:
+            self._join()
+        if self._need_magic:
+            buf, off = self._buf, self._off
+            if len(buf) - off < 4:
+                self._need = 4
                 return
-            off = self._off
-            size = int.from_bytes(buf[off + 9:off + 13], "little")
+            magic = bytes(buf[off:off + 4])
+            if magic != BINLOG_MAGIC:
+                raise BadMagicError(f"not a binlog file: starts with {magic.hex()} instead of "
+                                    f"fe62696e", file=self.ctx.file, position=0)
+            self._off += 4
+            self._pos = 4
+            self._need_magic = False
+        decode = self._decode
+        verify = self.verify_checksum
+        mv = mv_of = None
+        while True:
+            buf, off = self._buf, self._off
+            avail = len(buf) - off
+            if avail < V4_HEADER_LEN:
+                self._need = V4_HEADER_LEN
+                if not self._chunks or avail + self._chunks_len < V4_HEADER_LEN:
+                    return
+                self._join()
+                continue
+            size = _U32(buf, off + 9)[0]
             if self._first_event and not self.stream:
                 self._check_start_event(buf, off, size)
             if size < V4_HEADER_LEN or size > MAX_EVENT_SIZE:
                 raise ParseError(f"event size {size} is impossible; the binlog is corrupt",
                                  file=self.ctx.file, position=self._pos)
             if avail < size:
-                return
-            raw = bytes(buf[off:off + size])
-            self._off = off + size
+                self._need = size
+                if not self._chunks or avail + self._chunks_len < size:
+                    return
+                self._join()
+                continue
             pos = self._pos
+            end = off + size
+            hdr = _HDR(buf, off)
+            type_code = hdr[1]
+            ctx = self.ctx
+            if type_code in _SLOW or pos is None:
+                ev = decode(memoryview(buf)[off:end], pos)
+            else:
+                # The straight path (file framing, every event but FDE/ROTATE/PAYLOAD): what
+                # _decode does, inlined.
+                if mv_of is not buf:
+                    mv, mv_of = memoryview(buf), buf
+                if ctx.checksum == CRC32:
+                    if verify and _crc32(mv[off:end - 4]) != _U32(buf, end - 4)[0]:
+                        self._verify(mv[off:end], EventHeader._make(hdr), pos)
+                    body = mv[off + V4_HEADER_LEN:end - 4]
+                else:
+                    body = mv[off + V4_HEADER_LEN:end]
+                try:
+                    ev = _REGISTRY_GET(type_code, decode_raw)(_new_header(EventHeader, hdr), body,
+                                                              ctx)
+                except (CdcError, IndexError, ValueError, struct.error) as e:
+                    raise _decode_error(e, type_code, ctx.file, pos) from None
+                ev.file = ctx.file
+                ev.pos = pos
+                ev.end_pos = pos + size
+            self._off = end
             if pos is not None:
                 self._pos = pos + size
-            yield from self._decode_all(raw, pos)
+            yield ev
+            if type_code in _SPECIAL:
+                yield from self._after_special(ev)
 
     # --- decoding ----------------------------------------------------------------------------
 
@@ -169,20 +240,24 @@ class BinlogParser:
                 f"the first event has type {type_code}, not FORMAT_DESCRIPTION_EVENT (15): not a "
                 f"v4 binlog, or not the start of a file", file=self.ctx.file, position=self._pos)
 
-    def _decode_all(self, raw: bytes, pos: int | None) -> Iterator[Event]:
-        ev = self._decode(raw, pos)
-        yield ev
+    def _after_special(self, ev: Event) -> Iterator[Event]:
+        """What follows an event of a _SPECIAL type: a payload's inner events, the file switch
+        of a real ROTATE on a stream."""
         if isinstance(ev, TransactionPayloadEvent) and self.expand_payloads:
             yield from self._expand(ev)
-        elif isinstance(ev, RotateEvent) and self.stream and not ev.artificial:
-            self.ctx.file = ev.next_file
+        elif isinstance(ev, RotateEvent) and not ev.artificial:
+            self.rotated_to = ev.next_file
+            if self.stream:
+                self.ctx.file = ev.next_file
 
-    def _decode(self, raw: bytes, pos: int | None, *, inner: bool = False) -> Event:
+    def _decode(self, raw, pos: int | None, *, inner: bool = False) -> Event:
+        """One whole event; *raw* is a memoryview (or bytes) of exactly its bytes."""
         ctx = self.ctx
-        header = EventHeader._make(_HDR(raw, 0))
-        type_code = header.type_code
+        header = _new_header(EventHeader, _HDR(raw, 0))
+        type_code = header[1]
         try:
-            if type_code == EventType.FORMAT_DESCRIPTION:
+            if type_code == FORMAT_DESCRIPTION:
+                raw = bytes(raw)
                 ev = parse_fde_body(header, memoryview(raw)[V4_HEADER_LEN:])
                 if ev.checksum_alg == ChecksumAlg.CRC32:
                     self._verify(raw, header, pos)
@@ -190,36 +265,36 @@ class BinlogParser:
                 ctx.checksum = ev.checksum_alg
                 ctx.tables.clear()
             else:
-                has_crc = ctx.checksum == ChecksumAlg.CRC32 and not inner
-                if inner and len(raw) > V4_HEADER_LEN + CHECKSUM_LEN:
+                if inner:
                     # Inner events of a TRANSACTION_PAYLOAD are written without CRC32; accept one
                     # if present (a 2^-32 chance of mistaking data for a checksum).
-                    has_crc = _crc32(raw[:-4]) == int.from_bytes(raw[-4:], "little")
-                if has_crc:
-                    self._verify(raw, header, pos)
-                    body = memoryview(raw)[V4_HEADER_LEN:-CHECKSUM_LEN]
+                    has_crc = (len(raw) > V4_HEADER_LEN + CHECKSUM_LEN and
+                               _crc32(raw[:-4]) == int.from_bytes(raw[-4:], "little"))
                 else:
-                    body = memoryview(raw)[V4_HEADER_LEN:]
-                decode = REGISTRY.get(type_code, decode_raw)
-                ev = decode(header, body, ctx)
-        except CdcError as e:
-            if isinstance(e, ParseError) and e.position is None and e.file is None:
-                raise _locate(e, ctx.file, pos) from None
-            raise
-        except (IndexError, ValueError, struct.error) as e:
-            raise TruncatedEventError(
-                f"event type {type_code} ({_name(type_code)}) is shorter than its layout or "
-                f"malformed: {e}", file=ctx.file, position=pos) from None
-        if isinstance(ev, RotateEvent) and ev.artificial:
+                    has_crc = ctx.checksum == ChecksumAlg.CRC32
+                if has_crc:
+                    if self.verify_checksum and not inner:
+                        if _crc32(raw[:-4]) != _U32(raw, len(raw) - 4)[0]:
+                            self._verify(raw, header, pos)
+                    body = raw[V4_HEADER_LEN:-CHECKSUM_LEN]
+                else:
+                    body = raw[V4_HEADER_LEN:]
+                if type(body) is not memoryview:
+                    body = memoryview(body)
+                ev = _REGISTRY_GET(type_code, decode_raw)(header, body, ctx)
+        except (CdcError, IndexError, ValueError, struct.error) as e:
+            raise _decode_error(e, type_code, ctx.file, pos) from None
+        if type_code == ROTATE and ev.artificial:
             ctx.file = ev.next_file
         ev.file = ctx.file
         if self.stream and not inner:
-            lp = header.log_pos
+            lp = header[4]
+            size = header[3]
             ev.end_pos = lp or None
-            ev.pos = (lp - header.event_size) if lp >= header.event_size else None
+            ev.pos = (lp - size) if lp >= size else None
         else:
             ev.pos = pos
-            ev.end_pos = None if pos is None else pos + header.event_size
+            ev.end_pos = None if pos is None else pos + header[3]
         return ev
 
     def _verify(self, raw: bytes, header: EventHeader, pos: int | None) -> None:
@@ -227,6 +302,7 @@ class BinlogParser:
             return
         stored = int.from_bytes(raw[-4:], "little")
         if header.type_code == EventType.FORMAT_DESCRIPTION and header.flags & 1:
+            raw = bytes(raw)
             # The server computes the FDE's CRC with LOG_EVENT_BINLOG_IN_USE_F clear and sets the
             # flag in place while the file is open.
             raw = raw[:17] + bytes((raw[17] & 0xFE,)) + raw[18:]
@@ -260,6 +336,18 @@ def _name(type_code: int) -> str:
         return EventType(type_code).name
     except ValueError:
         return "unknown"
+
+
+def _decode_error(e: Exception, type_code: int, file, pos) -> Exception:
+    """What to raise for *e* out of an event decoder: our own errors located at the event,
+    slicing/struct errors as TruncatedEventError."""
+    if isinstance(e, CdcError):
+        if isinstance(e, ParseError) and e.position is None and e.file is None:
+            return _locate(e, file, pos)
+        return e
+    return TruncatedEventError(
+        f"event type {type_code} ({_name(type_code)}) is shorter than its layout or "
+        f"malformed: {e}", file=file, position=pos)
 
 
 def _locate(e: ParseError, file, pos) -> ParseError:

@@ -244,6 +244,7 @@ def compile_full_row_reader(tmap, decoders):
     read.source = code.source
     read.batch_readers = {}     # caches of cdc.rows, dropped with this reader
     read.image_readers = {}
+    read.plans = {}
     return read
 
 

@@ -128,37 +128,70 @@ def decode_images(tmap, kind: str, data, pos: int, present1: tuple[int, ...],
 
     Returns a list of tuples (insert/delete) or of (before, after) tuple pairs (update).
     """
-    end = len(data)
-    rows = []
+    plans = tmap.full_row_reader.plans
+    key = (kind, present1, present2, partial)
+    fn = plans.get(key)
+    if fn is None:
+        fn = plans[key] = _rows_plan(tmap, kind, present1, present2, partial)
+    return fn(data, pos)
+
+
+def _rows_plan(tmap, kind: str, present1, present2, partial: bool):
+    """A function ``(data, pos) -> rows`` for one shape of rows event, built once per table map."""
     r1 = _image_reader(tmap, present1)
-    if r1.full and type(data) is bytes and not partial and (kind != "update" or present2 == present1):
-        # Every column in every image: one generated loop over the whole event.
-        read_all = _batch_reader(tmap, kind == "update")
+    update = kind == "update"
+    if not update:
+        generic = _single_images(r1.read)
+    else:
+        r2 = r1 if present2 == present1 else _image_reader(tmap, present2)
+        generic = _update_images(r1, r2, partial)
+    if not (r1.full and not partial and (not update or present2 == present1)):
+        return generic
+    # Every column in every image: one generated loop over the whole event.
+    read_all = _batch_reader(tmap, update)
+    slow = r1.read
+    name = tmap.qualified_name
+
+    def read_full(data, pos):
+        if type(data) is not bytes:
+            return generic(data, pos)
+        end = len(data)
+        rows = []
         try:
-            pos = read_all(data, pos, end, rows, r1.read)
+            pos = read_all(data, pos, end, rows, slow)
         except TruncatedEventError:
             raise
         except (IndexError, ValueError, struct.error) as e:
-            raise TruncatedEventError(f"row image of {tmap.qualified_name} is malformed: {e}") \
-                from None
+            raise TruncatedEventError(f"row image of {name} is malformed: {e}") from None
         if pos > end:
-            raise TruncatedEventError(f"row image of {tmap.qualified_name} runs past the end of "
-                                      f"the event")
+            raise TruncatedEventError(f"row image of {name} runs past the end of the event")
         return rows
-    if kind != "update":
-        read = r1.read
+    return read_full
+
+
+def _single_images(read):
+    def read_images(data, pos):
+        end = len(data)
+        rows = []
         while pos < end:
             row, pos = read(data, pos)
             rows.append(row)
         return rows
-    r2 = r1 if present2 == present1 else _image_reader(tmap, present2)
-    read1 = r1.read
-    read2 = r2.read
-    while pos < end:
-        before, pos = read1(data, pos)
-        if partial:
-            after, pos = r2.read_partial_after(data, pos, before)
-        else:
-            after, pos = read2(data, pos)
-        rows.append((before, after))
-    return rows
+    return read_images
+
+
+def _update_images(r1: ImageReader, r2: ImageReader, partial: bool):
+    read1, read2, read_partial = r1.read, r2.read, r2.read_partial_after
+
+    def read_pairs(data, pos):
+        end = len(data)
+        rows = []
+        while pos < end:
+            before, pos = read1(data, pos)
+            if partial:
+                after, pos = read_partial(data, pos, before)
+            else:
+                after, pos = read2(data, pos)
+            rows.append((before, after))
+        return rows
+    return read_pairs

@@ -158,57 +158,77 @@ class TransactionAssembler:
         return tx
 
     def push(self, ev: Event) -> Transaction | None:
+        handler = _HANDLERS.get(type(ev))
+        if handler is None:
+            handler = _handler_for(type(ev))
+        return handler(self, ev)
+
+    def _on_gtid(self, ev) -> None:
+        if self._tx is not None:
+            self.rolled_back += 1  # the previous one never committed (cut-off input)
+        gtid = ev.gtid
+        h = ev.header
+        tx = self._tx = Transaction(ev.file, ev.pos, str(gtid) if gtid is not None else None,
+                                    h[2], h[0])
+        tx.events_seen = 1
+        if type(ev) is MariaGtidEvent:
+            tx.standalone = ev.standalone
+        return None
+
+    def _on_query(self, ev: QueryEvent) -> Transaction | None:
         tx = self._tx
-        if isinstance(ev, (GtidEvent, MariaGtidEvent)):
-            if tx is not None:
-                self.rolled_back += 1  # the previous one never committed (cut-off input)
-            gtid = ev.gtid
-            tx = self._begin(ev, str(gtid) if gtid is not None else None)
-            tx.events_seen = 1
-            if isinstance(ev, MariaGtidEvent):
-                tx.standalone = ev.standalone
-            return None
-        if isinstance(ev, QueryEvent):
-            q = ev.query
-            if q == "BEGIN" or q.startswith("XA START"):
-                if tx is None:
-                    tx = self._begin(ev, None)
-                tx.events_seen += 1
-                return None
-            if tx is not None and tx.events_seen > 0 and (q in _COMMIT_QUERIES or
-                                                          q.startswith(_COMMIT_QUERIES[1:])):
-                return self._commit(tx, ev)
-            if tx is not None and (q == "ROLLBACK" or q.startswith("XA ROLLBACK")):
-                self._tx = None
-                self.rolled_back += 1
-                return None
-            # A statement: inside BEGIN..COMMIT it is part of the transaction; after a bare GTID
-            # (DDL, standalone MariaDB GTID) it *is* the transaction.
+        q = ev.query
+        if q == "BEGIN" or q.startswith("XA START"):
             if tx is None:
                 tx = self._begin(ev, None)
-                tx.queries.append(ev)
-                return self._commit(tx, ev)
-            tx.queries.append(ev)
-            if tx.standalone or (tx.standalone is None and tx.events_seen == 1):
-                return self._commit(tx, ev)  # GTID then a statement, no BEGIN: DDL
             tx.events_seen += 1
             return None
+        if tx is not None and tx.events_seen > 0 and (q in _COMMIT_QUERIES or
+                                                      q.startswith(_COMMIT_QUERIES[1:])):
+            return self._commit(tx, ev)
+        if tx is not None and (q == "ROLLBACK" or q.startswith("XA ROLLBACK")):
+            self._tx = None
+            self.rolled_back += 1
+            return None
+        # A statement: inside BEGIN..COMMIT it is part of the transaction; after a bare GTID
+        # (DDL, standalone MariaDB GTID) it *is* the transaction.
+        if tx is None:
+            tx = self._begin(ev, None)
+            tx.queries.append(ev)
+            return self._commit(tx, ev)
+        tx.queries.append(ev)
+        if tx.standalone or (tx.standalone is None and tx.events_seen == 1):
+            return self._commit(tx, ev)  # GTID then a statement, no BEGIN: DDL
+        tx.events_seen += 1
+        return None
+
+    def _on_rows(self, ev: RowsEvent) -> None:
+        tx = self._tx
         if tx is None:
             return None
         tx.events_seen += 1
-        if isinstance(ev, RowsEvent):
-            tmap = ev.table
-            if tmap is not None and (self.table_filter is None or self.table_filter(tmap.qualified_name)):
-                tx.rows_events.append(ev)
-                tx._tables_by_name[(tmap.schema, tmap.table)] = tmap
+        tmap = ev.table
+        if tmap is not None and (self.table_filter is None or
+                                 self.table_filter(tmap.qualified_name)):
+            tx.rows_events.append(ev)
+            tx._tables_by_name[(tmap.schema, tmap.table)] = tmap
+        return None
+
+    def _on_commit_event(self, ev) -> Transaction | None:
+        """XID and XA PREPARE end the transaction they are in."""
+        tx = self._tx
+        if tx is None:
             return None
-        if isinstance(ev, XidEvent):
+        tx.events_seen += 1
+        if type(ev) is XidEvent:
             tx.xid = ev.xid
-            return self._commit(tx, ev)
-        if isinstance(ev, XaPrepareEvent):
-            return self._commit(tx, ev)
-        if isinstance(ev, RotateEvent) and not ev.artificial:
-            return None
+        return self._commit(tx, ev)
+
+    def _on_other(self, ev) -> None:
+        """Table maps, annotations, rotates, ...: counted inside a transaction, else ignored."""
+        tx = self._tx
+        if tx is not None:
+            tx.events_seen += 1
         return None
 
     def _commit(self, tx: Transaction, ev: Event) -> Transaction:
@@ -224,9 +244,30 @@ class TransactionAssembler:
         self._tx = None
 
 
+_HANDLER_BY_BASE = ((GtidEvent, TransactionAssembler._on_gtid),
+                    (MariaGtidEvent, TransactionAssembler._on_gtid),
+                    (QueryEvent, TransactionAssembler._on_query),
+                    (RowsEvent, TransactionAssembler._on_rows),
+                    (XidEvent, TransactionAssembler._on_commit_event),
+                    (XaPrepareEvent, TransactionAssembler._on_commit_event))
+_HANDLERS: dict[type, object] = {}
+
+
+def _handler_for(cls: type):
+    """The push handler of an event class (by its nearest known base), cached per class."""
+    handler = next((h for base, h in _HANDLER_BY_BASE if issubclass(cls, base)),
+                   TransactionAssembler._on_other)
+    _HANDLERS[cls] = handler
+    return handler
+
+
 def assemble(events: Iterable[Event], table_filter=None) -> Iterator[Transaction]:
     asm = TransactionAssembler(table_filter)
-    for ev in events:
-        tx = asm.push(ev)
+    handlers = _HANDLERS
+    for ev in events:   # TransactionAssembler.push, inlined
+        handler = handlers.get(type(ev))
+        if handler is None:
+            handler = _handler_for(type(ev))
+        tx = handler(asm, ev)
         if tx is not None:
             yield tx
