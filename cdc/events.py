@@ -611,6 +611,16 @@ class RowsEvent(Event):
                                        self._present, self._present_after, self.partial)
         return self._rows
 
+    def decode_rows(self) -> list:
+        """The rows, as :attr:`rows`, decoded afresh and not kept on the event: a consumer that
+        walks a large transaction once holds one event's decoded rows at a time."""
+        if self._rows is not None:
+            return self._rows
+        if self.table is None:
+            return self.rows   # raises the SchemaError
+        return decode_images(self.table, self.kind, self._data, self._start, self._present,
+                             self._present_after, self.partial)
+
     @property
     def row_count(self) -> int:
         return len(self.rows) if self.table is not None else -1

@@ -110,16 +110,17 @@ class Transaction:
             op = OPS[ev.kind]
             cols = tmap.column_names
             schema, table = tmap.schema, tmap.table
+            rows = ev.decode_rows()
             if op == "u":
-                for before, after in ev.rows:
+                for before, after in rows:
                     yield RowChange(op, schema, table, before, after, cols, self, index)
                     index += 1
             elif op == "c":
-                for after in ev.rows:
+                for after in rows:
                     yield RowChange(op, schema, table, None, after, cols, self, index)
                     index += 1
             else:
-                for before in ev.rows:
+                for before in rows:
                     yield RowChange(op, schema, table, before, None, cols, self, index)
                     index += 1
 
