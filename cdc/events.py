@@ -14,7 +14,8 @@ from typing import Callable, NamedTuple
 
 from .constants import (DELETE_TYPES, UPDATE_TYPES, WRITE_TYPES, ChecksumAlg, EventFlag, EventType)
 from .errors import CompressionError, EncryptedBinlogError, SchemaError, TruncatedEventError
-from .gtid import MariaGtid, decode_maria_gtid_body
+from .gtid import (MariaGtid, decode_maria_gtid_body, mysql_gtid_info, mysql_gtid_text,
+                   parse_mysql_gtid_body)
 from .rows import decode_images, present_columns
 from .tablemap import TableMap, decode_table_map
 from .wire import read_lenenc
@@ -185,6 +186,9 @@ def _stop(h, body, ctx):
     return StopEvent(h)
 
 
+_U64 = struct.Struct("<Q").unpack_from
+
+
 class XidEvent(Event):
     __slots__ = ("xid",)
     _fields = ("xid",)
@@ -194,7 +198,7 @@ class XidEvent(Event):
 def _xid(h, body, ctx):
     ev = _new_event(XidEvent)
     ev.header = h
-    ev.xid = struct.unpack_from("<Q", body, 0)[0]
+    ev.xid = _U64(body, 0)[0]
     return ev
 
 
@@ -319,17 +323,24 @@ def _heartbeat_v2(h, body, ctx):
 
 class RowsQueryEvent(Event):
     """The SQL text of the statement behind the following rows events (MySQL ROWS_QUERY,
-    MariaDB ANNOTATE_ROWS)."""
+    MariaDB ANNOTATE_ROWS); ``query`` is decoded on first access."""
 
-    __slots__ = ("query",)
+    __slots__ = ("_query", "_raw")
     _fields = ("query",)
+
+    @property
+    def query(self) -> str:
+        if self._query is None:
+            self._query = self._raw.decode("utf-8", "replace")
+        return self._query
 
 
 @register(EventType.ROWS_QUERY)
 def _rows_query(h, body, ctx):
     ev = _new_event(RowsQueryEvent)
     ev.header = h
-    ev.query = bytes(body[1:]).decode("utf-8", "replace")
+    ev._query = None
+    ev._raw = bytes(body[1:])
     return ev
 
 
@@ -337,7 +348,8 @@ def _rows_query(h, body, ctx):
 def _annotate_rows(h, body, ctx):
     ev = _new_event(RowsQueryEvent)
     ev.header = h
-    ev.query = bytes(body).decode("utf-8", "replace")
+    ev._query = None
+    ev._raw = bytes(body)
     return ev
 
 
@@ -427,8 +439,22 @@ def _delete_file(h, body, ctx):
 
 
 class QueryEvent(Event):
-    __slots__ = ("thread_id", "exec_time", "schema", "error_code", "status", "query")
+    """A statement. ``status`` (the status variables: sql_mode, charset, ...) is parsed from the
+    event's bytes on first access: most QUERY events are BEGINs nobody asks that of."""
+
+    __slots__ = ("thread_id", "exec_time", "schema", "error_code", "_status", "_status_raw",
+                 "query")
     _fields = ("schema", "query")
+
+    @property
+    def status(self) -> dict:
+        if self._status is None:
+            try:
+                self._status = parse_status_vars(self._status_raw)
+            except (IndexError, ValueError, struct.error) as e:
+                raise TruncatedEventError(f"QUERY status variables are malformed: {e}",
+                                          file=self.file, position=self.pos) from None
+        return self._status
 
     @property
     def is_begin(self) -> bool:
@@ -533,23 +559,28 @@ def maria_uncompress(data) -> bytes:
     return out
 
 
+_QUERY_HEAD = struct.Struct("<IIBHH").unpack_from
+
+
 @register(EventType.QUERY, EventType.MARIA_QUERY_COMPRESSED, EventType.EXECUTE_LOAD_QUERY)
 def _query(h, body, ctx):
-    load = h.type_code == EventType.EXECUTE_LOAD_QUERY
-    ev = ExecuteLoadQueryEvent(h) if load else QueryEvent(h)
-    ev.thread_id, ev.exec_time, schema_len, ev.error_code = struct.unpack_from("<IIBH", body, 0)
-    phl = ctx.post_header_len(h.type_code, 26 if load else 13)
-    status_len = int.from_bytes(body[11:13], "little")
+    t = h[1]
+    load = t == EventType.EXECUTE_LOAD_QUERY
+    ev = _new_event(ExecuteLoadQueryEvent if load else QueryEvent)
+    ev.header = h
+    ev.thread_id, ev.exec_time, schema_len, ev.error_code, status_len = _QUERY_HEAD(body, 0)
+    phl = ctx.post_header_len(t, 26 if load else 13)
     if load:
         ev.file_id, ev.start_pos, ev.end_pos_in_query = struct.unpack_from("<III", body, 13)
         ev.dup_handling = body[25]
     p = phl
-    ev.status = parse_status_vars(bytes(body[p:p + status_len]))
+    ev._status = None
+    ev._status_raw = bytes(body[p:p + status_len])
     p += status_len
     ev.schema = bytes(body[p:p + schema_len]).decode("utf-8", "replace")
     p += schema_len + 1
     q = body[p:]
-    if h.type_code == EventType.MARIA_QUERY_COMPRESSED:
+    if t == EventType.MARIA_QUERY_COMPRESSED:
         q = maria_uncompress(q)
     ev.query = bytes(q).decode("utf-8", "surrogateescape")
     return ev
@@ -710,14 +741,18 @@ def _rows(h, body, ctx):
 
 class GtidEvent(Event):
     """MySQL GTID (33), ANONYMOUS_GTID (34) and GTID_TAGGED (42): starts a transaction.
-    ``gtid`` is the text ``uuid[:tag]:gno`` (None for anonymous); ``info`` has all fields."""
+    ``gtid`` is the text ``uuid[:tag]:gno`` (None for anonymous); ``info``
+    (:class:`cdc.gtid.MysqlGtidInfo`, all fields) is built on first access from the fields
+    read -- and checked -- while parsing."""
 
-    __slots__ = ("info",)
+    __slots__ = ("gtid", "_info", "_parsed")
     _fields = ("gtid", "last_committed", "sequence_number")
 
     @property
-    def gtid(self):
-        return self.info.gtid
+    def info(self):
+        if self._info is None:
+            self._info = mysql_gtid_info(self._parsed)
+        return self._info
 
     @property
     def last_committed(self):
@@ -734,10 +769,12 @@ class GtidEvent(Event):
 
 @register(EventType.GTID, EventType.ANONYMOUS_GTID)
 def _gtid(h, body, ctx):
-    from .gtid import decode_mysql_gtid_body
     ev = _new_event(GtidEvent)
     ev.header = h
-    ev.info = decode_mysql_gtid_body(body, anonymous=h.type_code == EventType.ANONYMOUS_GTID)
+    parsed = parse_mysql_gtid_body(body, anonymous=h[1] == EventType.ANONYMOUS_GTID)
+    ev._parsed = parsed
+    ev._info = None
+    ev.gtid = mysql_gtid_text(parsed)
     return ev
 
 
@@ -746,7 +783,9 @@ def _gtid_tagged(h, body, ctx):
     from .gtid import decode_mysql_gtid_tagged_body
     ev = _new_event(GtidEvent)
     ev.header = h
-    ev.info = decode_mysql_gtid_tagged_body(body)
+    info = ev._info = decode_mysql_gtid_tagged_body(body)
+    ev._parsed = None
+    ev.gtid = info.gtid
     return ev
 
 

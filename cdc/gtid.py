@@ -787,7 +787,32 @@ _VERSION_FLAG = 1 << 31
 
 
 def decode_mysql_gtid_body(body: Buffer, *, anonymous: bool | None = None) -> MysqlGtidInfo:
-    """Decode a GTID_LOG_EVENT (33) or ANONYMOUS_GTID_LOG_EVENT (34) body.
+    """Decode a GTID_LOG_EVENT (33) or ANONYMOUS_GTID_LOG_EVENT (34) body (see
+    :func:`parse_mysql_gtid_body` for the layout)."""
+    return mysql_gtid_info(parse_mysql_gtid_body(body, anonymous=anonymous))
+
+
+def mysql_gtid_info(parsed: tuple) -> MysqlGtidInfo:
+    """The :class:`MysqlGtidInfo` of what :func:`parse_mysql_gtid_body` returned."""
+    uuid, gno, flags, anonymous, kw = parsed
+    return MysqlGtidInfo(uuid=uuid, gno=gno, flags=flags, may_have_sbr=bool(flags & 1),
+                         anonymous=anonymous, **kw)
+
+
+def mysql_gtid_text(parsed: tuple) -> str | None:
+    """``uuid:gno`` of what :func:`parse_mysql_gtid_body` returned (None when anonymous), the
+    same text as :attr:`MysqlGtidInfo.gtid`."""
+    return None if parsed[3] else f"{parsed[0]}:{parsed[1]}"
+
+
+_UUID_TEXT: dict[bytes, str] = {}
+
+
+def parse_mysql_gtid_body(body: Buffer, *, anonymous: bool | None = None) -> tuple:
+    """Check and read a GTID_LOG_EVENT (33) / ANONYMOUS_GTID_LOG_EVENT (34) body:
+    ``(uuid, gno, flags, anonymous, {optional field: value})``, the arguments of
+    :class:`MysqlGtidInfo` (building that frozen dataclass costs more than reading the bytes, so
+    the parser builds it only when asked).
 
     Layout (``Gtid_event::Gtid_event(const char*, ...)``): flags(1), sid(16), gno(8, signed),
     then -- each only when bytes remain -- lt_type(1) which must be 2 for what follows to be
@@ -804,7 +829,12 @@ def decode_mysql_gtid_body(body: Buffer, *, anonymous: bool | None = None) -> My
         raise TruncatedEventError(
             f"GTID event body is {end} bytes; at least 25 (flags, sid, gno) are required")
     flags = body[0]
-    uuid = _uuid_from_bytes(body[1:17])
+    sid = bytes(body[1:17])
+    uuid = _UUID_TEXT.get(sid)
+    if uuid is None:
+        if len(_UUID_TEXT) > 4096:
+            _UUID_TEXT.clear()
+        uuid = _UUID_TEXT[sid] = _uuid_from_bytes(sid)
     gno = struct.unpack_from("<q", body, 17)[0]
     if anonymous is None:
         anonymous = gno == 0
@@ -853,8 +883,7 @@ def decode_mysql_gtid_body(body: Buffer, *, anonymous: bool | None = None) -> My
                 if pos + 8 <= end:
                     kw["commit_group_ticket"] = _U64.unpack_from(body, pos)[0]
                     pos += 8
-    return MysqlGtidInfo(uuid=uuid, gno=gno, flags=flags, may_have_sbr=bool(flags & 1),
-                         anonymous=anonymous, **kw)
+    return uuid, gno, flags, anonymous, kw
 
 
 # Gtid_event::define_fields() order; the field id is the position in this list.

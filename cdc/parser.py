@@ -169,40 +169,43 @@ class BinlogParser:
             self._need_magic = False
         decode = self._decode
         verify = self.verify_checksum
-        mv = mv_of = None
+        ctx = self.ctx
+        check_start = self._first_event and not self.stream
+        buf, off, pos = self._buf, self._off, self._pos
+        mv = memoryview(buf)
         while True:
-            buf, off = self._buf, self._off
             avail = len(buf) - off
             if avail < V4_HEADER_LEN:
                 self._need = V4_HEADER_LEN
                 if not self._chunks or avail + self._chunks_len < V4_HEADER_LEN:
                     return
                 self._join()
+                buf, off = self._buf, self._off
+                mv = memoryview(buf)
                 continue
-            size = _U32(buf, off + 9)[0]
-            if self._first_event and not self.stream:
+            hdr = _HDR(buf, off)
+            size = hdr[3]
+            if check_start:
                 self._check_start_event(buf, off, size)
+                check_start = False
             if size < V4_HEADER_LEN or size > MAX_EVENT_SIZE:
                 raise ParseError(f"event size {size} is impossible; the binlog is corrupt",
-                                 file=self.ctx.file, position=self._pos)
+                                 file=ctx.file, position=pos)
             if avail < size:
                 self._need = size
                 if not self._chunks or avail + self._chunks_len < size:
                     return
                 self._join()
+                buf, off = self._buf, self._off
+                mv = memoryview(buf)
                 continue
-            pos = self._pos
             end = off + size
-            hdr = _HDR(buf, off)
             type_code = hdr[1]
-            ctx = self.ctx
             if type_code in _SLOW or pos is None:
-                ev = decode(memoryview(buf)[off:end], pos)
+                ev = decode(mv[off:end], pos)
             else:
                 # The straight path (file framing, every event but FDE/ROTATE/PAYLOAD): what
                 # _decode does, inlined.
-                if mv_of is not buf:
-                    mv, mv_of = memoryview(buf), buf
                 if ctx.checksum == CRC32:
                     if verify and _crc32(mv[off:end - 4]) != _U32(buf, end - 4)[0]:
                         self._verify(mv[off:end], EventHeader._make(hdr), pos)
@@ -217,12 +220,15 @@ class BinlogParser:
                 ev.file = ctx.file
                 ev.pos = pos
                 ev.end_pos = pos + size
-            self._off = end
+            self._off = off = end
             if pos is not None:
-                self._pos = pos + size
+                self._pos = pos = pos + size
             yield ev
             if type_code in _SPECIAL:
                 yield from self._after_special(ev)
+            if self._buf is not buf or self._off != off:   # seek()/join by the consumer
+                buf, off, pos = self._buf, self._off, self._pos
+                mv = memoryview(buf)
 
     # --- decoding ----------------------------------------------------------------------------
 
