@@ -5,7 +5,7 @@ that its peak RSS is its own; the child prints one JSON line: rows, seconds, pea
 
 Methods
 -------
-tuples      binlog-cdc: files -> transactions -> decoded row tuples (``ev.rows``)
+tuples      binlog-cdc: files -> transactions -> decoded row tuples (``ev.decode_rows()``)
 arrow       binlog-cdc: files -> Arrow RecordBatches of the Spark source's schema
             (``streaming.schema.BatchBuilder``, JSON images: the default mode), 8192 rows each
 arrow_typed the same with typed images (``option table``: struct of the table's Spark types)
@@ -29,7 +29,7 @@ def m_tuples(files, **_):
     n = 0
     for tx in assemble(read_events(files)):
         for ev in tx.rows_events:
-            n += len(ev.rows)
+            n += len(ev.decode_rows())   # not ev.rows: that keeps them on the event
     return n
 
 

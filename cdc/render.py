@@ -20,11 +20,14 @@ Columns absent from an image (binlog_row_image MINIMAL/NOBLOB) are left out.
 from __future__ import annotations
 
 import base64
+import binascii
 import datetime as _dt
 import json
 import math
+import re
 import struct
 from decimal import Decimal
+from operator import itemgetter
 
 from .coltypes import ABSENT, ColumnDef, Geometry, InvalidTemporal
 from .constants import ColumnType as T
@@ -92,6 +95,100 @@ def row_json(columns, values) -> str:
         return "null"
     return "{" + ", ".join(_str(c) + ": " + to_json_text(v)
                            for c, v in zip(columns, values) if v is not ABSENT) + "}"
+
+
+
+# --- generated renderers: row_json for many full images of one table ---------------------------
+#
+# One expression per column type, on the value ``v``: a fast branch guarded by an exact type test
+# (and whatever else makes it produce exactly what to_json_text would), else to_json_text itself.
+# Every expression yields a str, or an exact int (``%s`` formats it as str() would).
+
+_INT_TYPES = (T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.YEAR, T.BIT)
+_TEXT_TYPES = (T.VARCHAR, T.VAR_STRING, T.STRING, T.ENUM, T.SET, T.TINY_BLOB, T.MEDIUM_BLOB,
+               T.LONG_BLOB, T.BLOB)
+_JSON_EXPR: dict[int, str] = {}
+for _t in _INT_TYPES:
+    _JSON_EXPR[_t] = "(v if type(v) is int else J(v))"
+for _t in _TEXT_TYPES:
+    # str() of a plain str is the text itself; bytes (binary collations): base64
+    _JSON_EXPR[_t] = ("(S(v) if type(v) is str else "
+                      "'\"' + B64(v, newline=False).decode('ascii') + '\"' if type(v) is bytes "
+                      "else J(v))")
+for _t in (T.FLOAT, T.DOUBLE):
+    _JSON_EXPR[_t] = "((R(v) if ISF(v) else 'null') if type(v) is float else J(v))"
+for _t in (T.NEWDECIMAL, T.DECIMAL):
+    # str() is format(v, "f") whenever it has no exponent (finite, exponent <= 0, adjusted >= -6)
+    _JSON_EXPR[_t] = ("(t if type(v) is DEC and 'E' not in (t := STR(v)) and v.is_finite() "
+                      "else J(v))")
+for _t in (T.DATETIME, T.DATETIME2):
+    _JSON_EXPR[_t] = "('\"' + v.isoformat() + '\"' if type(v) is DT and v.tzinfo is None else J(v))"
+for _t in (T.TIMESTAMP, T.TIMESTAMP2):
+    # an aware UTC datetime's isoformat() ends in "+00:00": to_json_text writes "Z"
+    _JSON_EXPR[_t] = ("('\"' + v.isoformat()[:-6] + 'Z\"' if type(v) is DT and v.tzinfo is UTC "
+                      "else J(v))")
+for _t in (T.DATE, T.NEWDATE):
+    _JSON_EXPR[_t] = "('\"' + v.isoformat() + '\"' if type(v) is DATE else J(v))"
+for _t in (T.TIME, T.TIME2):
+    _JSON_EXPR[_t] = "('\"' + TT(v) + '\"' if type(v) is TD else J(v))"
+del _t
+_GENERIC_EXPR = "J(v)"    # NULL, JSON documents, GEOMETRY, VECTOR, unknown codes
+
+_RENDER_ENV = {"J": to_json_text, "S": _str, "B64": binascii.b2a_base64, "R": repr,
+               "ISF": math.isfinite, "DEC": Decimal, "STR": str, "DT": _dt.datetime,
+               "DATE": _dt.date, "TD": _dt.timedelta, "UTC": _dt.timezone.utc, "TT": time_text,
+               "IG": itemgetter}
+_RENDERERS: dict = {}
+_RENDERERS_MAX = 512
+
+
+def compile_json_renderer(columns: list[ColumnDef], names: list[str], indexes=None):
+    """A function ``render(rows) -> list[str]``: the JSON object text of each full row image in
+    *rows* (value tuples holding every column of *columns*, none ABSENT), exactly
+    ``row_json(names, row)``; with *indexes*, an object of those columns only, in that order
+    (``to_json_text({names[i]: row[i] for i in indexes})``, e.g. a primary key).
+
+    Generated once per column layout (names, types, indexes) and cached, like the row readers
+    of :mod:`cdc.rowcompile`: one list comprehension with a specialised expression per column.
+    """
+    if indexes is None:
+        indexes = range(len(columns))
+    indexes = tuple(indexes)
+    key = (tuple(names), tuple(c.real_type for c in columns), indexes)
+    fn = _RENDERERS.get(key)
+    if fn is None:
+        fn = _build_json_renderer(columns, names, indexes)
+        if len(_RENDERERS) >= _RENDERERS_MAX:
+            _RENDERERS.clear()
+        _RENDERERS[key] = fn
+    return fn
+
+
+def _build_json_renderer(columns, names, indexes: tuple):
+    if len(set(indexes)) != len(indexes) or len({names[i] for i in indexes}) != len(indexes):
+        # a repeated column or name: a dict keeps one, an object text both -- no shortcut
+        def render(rows):
+            return [to_json_text({names[i]: r[i] for i in indexes}) for r in rows]
+        return render
+    if not indexes:
+        return lambda rows: ["{}" for _ in rows]
+    fmt = "{" + ", ".join(_str(names[i]).replace("%", "%%") + ": %s" for i in indexes) + "}"
+    exprs = []
+    for i in indexes:
+        expr = _JSON_EXPR.get(columns[i].real_type, _GENERIC_EXPR)
+        exprs.append(re.sub(r"\bv\b", f"v{i}", re.sub(r"\bt\b", f"t{i}", expr)))
+    values = "(" + ", ".join(exprs) + ",)"
+    if len(indexes) == len(columns) and indexes == tuple(range(len(columns))):
+        source = "rows"
+    else:
+        source = "map(IG(" + ", ".join(str(i) for i in indexes) + "), rows)"
+    target = ", ".join(f"v{i}" for i in indexes)
+    src = f"def render(rows):\n    return [FMT % {values} for {target} in {source}]\n"
+    env = dict(_RENDER_ENV, FMT=fmt)
+    exec(compile(src, "<json renderer>", "exec"), env)
+    render = env["render"]
+    render.source = src
+    return render
 
 
 # --- mysqlbinlog -v ------------------------------------------------------------------------------
