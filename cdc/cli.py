@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import sys
 from typing import Sequence
 
@@ -76,14 +75,13 @@ def _patterns(text: str) -> list[str]:
 
 def cmd_decode(args) -> int:
     table_filter = TableFilter(sum(args.include_tables, []), sum(args.exclude_tables, []))
-    progress = None
-    if args.progress:
-        def progress(done, total):
-            sys.stderr.write(f"\rdecoded {done / 1e6:.1f} / {total / 1e6:.1f} MB")
-            sys.stderr.flush()
+    def show_progress(done, total):
+        sys.stderr.write(f"\rdecoded {done / 1e6:.1f} / {total / 1e6:.1f} MB")
+        sys.stderr.flush()
     reader = BinlogFileReader(args.files, start_position=args.start_position,
                               stop_position=args.stop_position,
-                              verify_checksum=not args.no_verify_checksum, progress=progress)
+                              verify_checksum=not args.no_verify_checksum,
+                              progress=show_progress if args.progress else None)
     out = sys.stdout
     if args.format == "text":
         for ev in reader.events():

@@ -23,8 +23,8 @@ import zlib
 from typing import Iterator
 
 from .constants import BINLOG_MAGIC, CHECKSUM_LEN, V4_HEADER_LEN, ChecksumAlg, EventType
-from .errors import (BadMagicError, ChecksumError, ParseError, SchemaError, TruncatedEventError,
-                     UnsupportedBinlogVersionError, CdcError)
+from .errors import (BadMagicError, CdcError, ChecksumError, ParseError, TruncatedEventError,
+                     UnsupportedBinlogVersionError)
 from .events import (HEADER, REGISTRY, Context, Event, EventHeader, RotateEvent,
                      TransactionPayloadEvent, decode_raw, parse_fde_body)
 

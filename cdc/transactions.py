@@ -15,8 +15,8 @@ import fnmatch
 from typing import Iterable, Iterator, NamedTuple
 
 from .coltypes import ABSENT
-from .events import (Event, GtidEvent, MariaGtidEvent, QueryEvent, RotateEvent, RowsEvent,
-                     TableMapEvent, XaPrepareEvent, XidEvent)
+from .events import (Event, GtidEvent, MariaGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent,
+                     XidEvent)
 
 OPS = {"insert": "c", "update": "u", "delete": "d"}
 

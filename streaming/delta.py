@@ -457,7 +457,7 @@ class DeltaUpserter:
             raise SchemaError(
                 f"DeltaUpserter: {db}.{name} changed in a way the Delta table "
                 f"{self.path(db, name)} cannot take: " + "; ".join(problems) + ". Rebuild the "
-                f"Delta table (drop it and re-stream from a snapshot) or migrate it by hand")
+                "Delta table (drop it and re-stream from a snapshot) or migrate it by hand")
         if added:
             log.info("%s.%s: adding columns %s to the Delta table", db, name, added)
         return bool(added)

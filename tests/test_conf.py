@@ -7,7 +7,6 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from cdc.embedded import EmbeddedMariaDB
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.server

@@ -6,7 +6,6 @@ import sys
 
 import pytest
 
-from cdc.events import QueryEvent
 from cdc.files import binlog_paths, read_events
 from cdc.transactions import TableFilter, assemble
 

@@ -406,10 +406,6 @@ def test_large_document_over_64k():
 
 
 def test_opaque_decimal():
-    try:
-        from cdc.coltypes import read_newdecimal  # noqa: F401  (decimal opaque values use it)
-    except ImportError:
-        pytest.skip("cdc.coltypes.read_newdecimal not available yet")
     # DECIMAL(3,2) 1.50: 0f f6 | length 4 | precision 3, scale 2 | 81 32
     #   binary decimal: 1 integer digit -> 1 byte (01), 2 fraction digits -> 1 byte (50=0x32),
     #   sign bit flipped on for a positive value: 81 32

@@ -13,7 +13,7 @@ from binlog_builder import (FDE_8020, MAGIC, binlog_file, event, lenenc, query_b
 from cdc.constants import ChecksumAlg, EventType
 from cdc.errors import (BadMagicError, ChecksumError, EncryptedBinlogError, ParseError,
                         TruncatedEventError, UnsupportedBinlogVersionError)
-from cdc.events import RawEvent, RowsEvent, TransactionPayloadEvent
+from cdc.events import RawEvent, TransactionPayloadEvent
 from cdc.files import read_events
 from cdc.parser import BinlogParser, iter_events
 from cdc.transactions import assemble
