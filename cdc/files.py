@@ -14,6 +14,19 @@ from .parser import BinlogParser
 
 CHUNK = 1 << 20
 _NUMBERED = re.compile(r"\.\d{6,}$")
+_NUMBER = re.compile(r"(\d+)$")
+_NO_DEFAULT = object()
+
+
+def binlog_file_number(name: str, default=_NO_DEFAULT) -> int:
+    """The sequence number of a binlog file name (``mysql-bin.000042`` -> 42); binlog files
+    order by it. A name without one raises ConfigurationError, or gives *default* if given."""
+    m = _NUMBER.search(name or "")
+    if m:
+        return int(m.group(1))
+    if default is not _NO_DEFAULT:
+        return default
+    raise ConfigurationError(f"{name!r} is not a binlog file name (<basename>.<number>)")
 
 
 def binlog_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:

@@ -28,7 +28,6 @@ import argparse
 import datetime as _dt
 import json
 import random
-import re
 import signal
 import sys
 import threading
@@ -37,6 +36,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 from .errors import CdcError, ConfigurationError
+from .files import binlog_file_number
 from .protocol import is_transient
 from .replica import ReplicaClient, RetryPolicy
 
@@ -45,16 +45,9 @@ __all__ = ["LagSample", "LagMonitor", "ServerStatus", "bytes_behind", "plot_samp
 
 PLOT_HINT = "pip install 'binlog-cdc[plot]'"
 
-_NUM_RE = re.compile(r"(\d+)\Z")
-
-
-def _file_number(name: str) -> int:
-    m = _NUM_RE.search(name or "")
-    return int(m.group(1)) if m else -1
-
 
 def _key(file: str, pos: int) -> tuple[int, int]:
-    return _file_number(file), int(pos)
+    return binlog_file_number(file, -1), int(pos)
 
 
 def bytes_behind(file: str, pos: int, end_file: str, end_pos: int,
@@ -67,9 +60,9 @@ def bytes_behind(file: str, pos: int, end_file: str, end_pos: int,
     if file == end_file:
         return end_pos - pos
     sizes = dict(logs or ())
-    first, last = _file_number(file), _file_number(end_file)
+    first, last = binlog_file_number(file, -1), binlog_file_number(end_file, -1)
     between = sum(size for name, size in sizes.items()
-                  if first < _file_number(name) < last)
+                  if first < binlog_file_number(name, -1) < last)
     return max(0, sizes.get(file, pos) - pos) + between + end_pos
 
 

@@ -15,22 +15,11 @@ Offsets order by (file number, position): binlog files are ``<basename>.<number>
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Mapping
 
 from cdc.errors import ConfigurationError
-
-_NUM = re.compile(r"(\d+)$")
-
-
-def file_number(name: str) -> int:
-    """The sequence number of a binlog file name (``mysql-bin.000042`` -> 42)."""
-    m = _NUM.search(name or "")
-    if not m:
-        raise ConfigurationError(f"{name!r} is not a binlog file name (<basename>.<number>)")
-    return int(m.group(1))
-
+from cdc.files import binlog_file_number as file_number
 
 @dataclass(frozen=True)
 class BinlogOffset:
