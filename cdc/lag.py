@@ -38,7 +38,7 @@ from typing import Callable
 from .errors import CdcError, ConfigurationError
 from .files import binlog_file_number
 from .protocol import is_transient
-from .replica import ReplicaClient, RetryPolicy
+from .replica import ReplicaClient, RetryPolicy, binlog_status
 
 __all__ = ["LagSample", "LagMonitor", "ServerStatus", "bytes_behind", "plot_samples",
            "add_lag_arguments", "run_lag"]
@@ -70,8 +70,6 @@ class ServerStatus:
     """The server's binlog end and file sizes over an ordinary SQL connection (made by
     *connect*, a callable returning a PyMySQL connection); reconnects after an error."""
 
-    _END_SQL = ("SHOW MASTER STATUS", "SHOW BINARY LOG STATUS", "SHOW BINLOG STATUS")
-
     def __init__(self, connect: Callable[[], object]):
         self._connect = connect
         self._conn = None
@@ -90,22 +88,13 @@ class ServerStatus:
     def end(self) -> tuple[str, int]:
         """``(file, position)`` where the server writes its next event."""
         import pymysql
-        tries = [self._end_sql] if self._end_sql else list(self._END_SQL)
-        last: Exception | None = None
-        for sql in tries:
-            try:
-                rows = self._query(sql)
-            except pymysql.err.ProgrammingError as e:   # syntax: another server's spelling
-                last = e
-                continue
-            except pymysql.err.MySQLError:
-                self.close()
-                raise
-            if not rows:
-                raise ConfigurationError(f"{sql} returned nothing: is the binary log on?")
-            self._end_sql = sql
-            return str(rows[0][0]), int(rows[0][1])
-        raise ConfigurationError(f"cannot read the server's binlog position: {last}")
+        try:
+            st = binlog_status(self._query, first=self._end_sql)
+        except pymysql.err.MySQLError:
+            self.close()
+            raise
+        self._end_sql = st.statement
+        return st.file, st.pos
 
     def binary_logs(self) -> list[tuple[str, int]]:
         import pymysql

@@ -34,7 +34,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 from .constants import ChecksumAlg
 from .errors import (BinlogPurgedError, CdcError, ConfigurationError, PrivilegeError,
@@ -265,6 +265,44 @@ def sql_connection(host: str, port: int = 3306, user: str = "root", password: st
     handling and error messages (:meth:`ReplicaClient.connect_sql`)."""
     return ReplicaClient(host, port, user, password, server_id=1, ssl=ssl,
                          connect_timeout=connect_timeout).connect_sql()
+
+
+class BinlogStatus(NamedTuple):
+    """Where the server writes its next binlog event (``SHOW MASTER STATUS``)."""
+
+    file: str
+    pos: int
+    #: MySQL's ``Executed_Gtid_Set`` there ("" when empty; None on MariaDB).
+    executed_gtid_set: str | None
+    #: The statement that answered (pass it as *first* next time).
+    statement: str
+
+
+# MySQL 8.4 dropped SHOW MASTER STATUS for SHOW BINARY LOG STATUS; MariaDB 10.5.2+ also spells it
+# SHOW BINLOG STATUS.
+BINLOG_STATUS_SQL = ("SHOW MASTER STATUS", "SHOW BINARY LOG STATUS", "SHOW BINLOG STATUS")
+
+
+def binlog_status(query: Callable[[str], list], *, first: str | None = None,
+                  where: str = "the server") -> BinlogStatus:
+    """The binlog end, asked with ``query(sql) -> rows``; a spelling the server does not know
+    (a syntax error) makes way for the next; *first* is tried before the others."""
+    import pymysql
+    order = ([first] if first else []) + [s for s in BINLOG_STATUS_SQL if s != first]
+    last: Exception | None = None
+    for sql in order:
+        try:
+            rows = query(sql)
+        except pymysql.err.ProgrammingError as e:
+            last = e
+            continue
+        if not rows:
+            raise ConfigurationError(f"{sql} on {where} returned nothing: is the binary log on "
+                                     f"(log_bin)?")
+        row = rows[0]
+        executed = str(row[4]) if len(row) > 4 and row[4] is not None else None
+        return BinlogStatus(str(row[0]), int(row[1]), executed, sql)
+    raise ConfigurationError(f"cannot read the binlog position of {where}: {last}")
 
 
 class SqlSession:

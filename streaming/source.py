@@ -51,7 +51,7 @@ from pyspark.sql.types import StructType
 from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
 from cdc.files import BinlogFileReader, binlog_paths
 from cdc.lag import bytes_behind
-from cdc.replica import SqlSession
+from cdc.replica import SqlSession, binlog_status
 from cdc.transactions import TransactionAssembler
 
 from .offsets import BinlogOffset, file_number
@@ -278,6 +278,7 @@ class _Driver:
         self.scanned_to: tuple[int, int] | None = None   # the server end fully scanned
         self.server_end: BinlogOffset | None = None
         self.available_now_end: tuple[int, int] | None = None
+        self.status_sql: str | None = None   # the SHOW ... STATUS spelling the server knows
 
     def query(self, sql: str, args=None) -> list[tuple]:
         rows = self.sql.run(lambda conn: _query(conn, sql, args))
@@ -293,24 +294,11 @@ class _Driver:
 
     def master_status(self) -> tuple[BinlogOffset, str | None]:
         """The end of the binlog now, and (MySQL) the executed GTID set there."""
-        self.query("SELECT 1")
-        rows = []
-        for sql in ("SHOW BINARY LOG STATUS", "SHOW MASTER STATUS"):
-            if self.mariadb and sql == "SHOW BINARY LOG STATUS":
-                continue
-            try:
-                rows = self.query(sql)
-                break
-            except Exception:  # noqa: BLE001 - the older statement next
-                continue
-        if not rows:
-            raise ConfigurationError(f"SHOW MASTER STATUS on {self.opts.describe()} returned "
-                                     f"nothing: is the binary log on (log_bin)?")
-        row = rows[0]
-        executed = str(row[4]) if len(row) > 4 and row[4] is not None else None
-        end = BinlogOffset(str(row[0]), int(row[1]))
+        st = binlog_status(self.query, first=self.status_sql, where=self.opts.describe())
+        self.status_sql = st.statement
+        end = BinlogOffset(st.file, st.pos)
         self.server_end = end
-        return end, executed
+        return end, st.executed_gtid_set
 
     def gtid_at(self, file: str, pos: int, mysql_set: str | None = None) -> str | None:
         if self.mariadb is None:
