@@ -394,3 +394,54 @@ def test_column_change_the_delta_table_cannot_take(mariadb, db, tmp_path):
     # an image with columns the table does not have
     with pytest.raises(SchemaError, match="lacks column|columns .* the table definition lacks"):
         up2.upsert_arrow(_changes(db, "t", [("c", None, '{"id": 3}', "3")]), 2)
+
+
+def test_job_config_runs_the_pipeline(spark, mariadb, db, tmp_path, monkeypatch):
+    """python3 -m streaming.job with a config like conf/job.example.toml: Delta equals source."""
+    import io
+    from streaming.job import load_config, run
+    create_tables(mariadb, db)
+    start = mariadb.current_position()
+    workload(mariadb, db)
+    p = mariadb.cdc_params()
+    monkeypatch.setenv("TEST_CDC_PASSWORD", p["password"])
+    root = tmp_path / "delta"
+    cfg_file = tmp_path / "job.toml"
+    cfg_file.write_text(textwrap.dedent(f"""\
+        [source]
+        host = "{p['host']}"
+        port = {p['port']}
+        user = "{p['user']}"
+        password_env = "TEST_CDC_PASSWORD"
+        includeTables = "{db}.*"
+        startingPosition = {{file = "{start[0]}", pos = {start[1]}}}
+        maxEventsPerTrigger = 25
+
+        [delta]
+        path = "{root}"
+        app_id = "job-test"
+
+        [stream]
+        checkpoint = "{tmp_path / 'chk'}"
+        trigger = "availableNow"
+        query_name = "job_test"
+        """))
+    cfg = load_config(cfg_file)
+    assert cfg.source["startingPosition"] == json.dumps({"file": start[0], "pos": start[1]})
+    out = io.StringIO()
+    assert run(cfg, spark, out=out) == 0
+    src_o, src_s = assert_same(mariadb, db, root)
+    assert len(src_o) == 18 and len(src_s) == 9
+    lines = out.getvalue().splitlines()
+    batch_lines = [line for line in lines if line.startswith("batch ")]
+    assert len(batch_lines) >= 2, lines                 # 25 changes per batch at most
+    # every row change of the range is reported once: count them with the replica client
+    from cdc.replica import ReplicaClient
+    client = ReplicaClient(p["host"], p["port"], p["user"], p["password"], server_id=4242,
+                           start=start, blocking=False, table_filter=[f"{db}.*"])
+    try:
+        expected = sum(tx.row_count() for tx in client.transactions())
+    finally:
+        client.close()
+    assert sum(int(line.split(": ")[1].split()[0]) for line in batch_lines) == expected > 30
+    assert DeltaTable(str(root / db / "orders")).transaction_version("job-test") is not None
