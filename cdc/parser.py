@@ -176,21 +176,16 @@ class BinlogParser:
         while True:
             avail = len(buf) - off
             if avail < V4_HEADER_LEN:
-                self._need = V4_HEADER_LEN
-                if not self._chunks or avail + self._chunks_len < V4_HEADER_LEN:
-                    return
-                self._join()
-                buf, off = self._buf, self._off
-                mv = memoryview(buf)
-                continue
-            hdr = _HDR(buf, off)
-            size = hdr[3]
-            if check_start:
-                self._check_start_event(buf, off, size)
-                check_start = False
-            if size < V4_HEADER_LEN or size > MAX_EVENT_SIZE:
-                raise ParseError(f"event size {size} is impossible; the binlog is corrupt",
-                                 file=ctx.file, position=pos)
+                size = V4_HEADER_LEN            # the header first
+            else:
+                hdr = _HDR(buf, off)
+                size = hdr[3]
+                if check_start:
+                    self._check_start_event(buf, off, size)
+                    check_start = False
+                if size < V4_HEADER_LEN or size > MAX_EVENT_SIZE:
+                    raise ParseError(f"event size {size} is impossible; the binlog is corrupt",
+                                     file=ctx.file, position=pos)
             if avail < size:
                 self._need = size
                 if not self._chunks or avail + self._chunks_len < size:
