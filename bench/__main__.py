@@ -25,7 +25,7 @@ from cdc.embedded import EmbeddedMariaDB
 from .decode import measure
 from .workloads import WORKLOADS, run_workload
 
-DECODERS = ["tuples", "arrow", "arrow_typed", "pmr", "mariadb", "delta"]
+DECODERS = ["tuples", "tuples_py", "arrow", "arrow_typed", "pmr", "mariadb", "delta"]
 
 
 def _machine() -> str:
@@ -63,9 +63,9 @@ def main(argv=None):
     spark = None
     with EmbeddedMariaDB() as server:
         conn = server.cdc_params()
-        header = (f"{'workload':9} {'rows':>7} {'tuples':>9} {'arrow':>8} {'arrow_t':>8} "
+        header = (f"{'workload':9} {'rows':>7} {'tuples':>9} {'tup_py':>9} {'arrow':>8} {'arrow_t':>8} "
                   f"{'pmr':>7} {'C -v':>9} {'delta':>7} {'spark1':>7} {'spark2':>7} "
-                  f"{'tup/pmr':>7} {'cpu':>5} {'arr/pmr':>7} {'tup/C':>6} {'RSS tup/arr/delta MiB':>22}")
+                  f"{'tup/pmr':>7} {'py/pmr':>6} {'cpu':>5} {'arr/pmr':>7} {'tup/C':>6} {'RSS tup/arr/delta MiB':>22}")
         print(_machine())
         print(_versions(server))
         print("rows/s per column; ratios of rows/s", flush=True)
@@ -101,11 +101,13 @@ def main(argv=None):
             results.append(r)
             rate = {k: (v["rows"] / v["seconds"] if isinstance(v, dict) and "seconds" in v else
                         float("nan")) for k, v in r.items()}
-            print(f"{name:9} {r['rows']:>7} {rate['tuples']:>9,.0f} {rate['arrow']:>8,.0f} "
+            print(f"{name:9} {r['rows']:>7} {rate['tuples']:>9,.0f} {rate['tuples_py']:>9,.0f} "
+                  f"{rate['arrow']:>8,.0f} "
                   f"{rate['arrow_typed']:>8,.0f} {rate['pmr']:>7,.0f} {rate['mariadb']:>9,.0f} "
                   f"{rate['delta']:>7,.0f} {rate.get('spark1', float('nan')):>7,.0f} "
                   f"{rate.get('spark2', float('nan')):>7,.0f} "
-                  f"{rate['tuples'] / rate['pmr']:>7.1f} {cpu_ratio(r, 'tuples', 'pmr'):>5.1f} "
+                  f"{rate['tuples'] / rate['pmr']:>7.1f} {rate['tuples_py'] / rate['pmr']:>6.1f} "
+                  f"{cpu_ratio(r, 'tuples_py', 'pmr'):>5.1f} "
                   f"{rate['arrow'] / rate['pmr']:>7.2f} "
                   f"{rate['tuples'] / rate['mariadb']:>6.2f} "
                   f"{r['tuples']['rss_mib']:>8.0f}/{r['arrow']['rss_mib']:.0f}/"
@@ -148,20 +150,23 @@ def markdown(results, machine: str, versions: str, command: str) -> str:
     lines = [f"Machine: {machine}  ", f"Versions: {versions}  ", f"Command: `{command}`", "",
              "rows/s, wall clock (CPU s: rows per CPU-second of the decoding process, which a "
              "busy shared machine does not skew); pmr = python-mysql-replication; each decoder "
-             "column is the fastest of --repeat runs, each in a fresh process; Spark and Delta "
+             "column is the fastest of --repeat runs, each in a fresh process; 'binlog-cdc "
+             "tuples' uses the compiled row decoder (cdc._rowdecode) when it is built, 'pure "
+             "Python' is the same with BINLOG_CDC_DECODER=python; Spark and Delta "
              "columns are end to end (see bench/spark.py, bench/decode.py)", "",
-             "| workload | rows | binlog-cdc tuples | binlog-cdc Arrow (JSON) | Arrow (typed) | "
-             "python-mysql-replication | mariadb-binlog -v | tuples / pmr | tuples / pmr (CPU s) | "
-             "Arrow / pmr | "
+             "| workload | rows | binlog-cdc tuples | tuples, pure Python | Arrow (JSON) | "
+             "Arrow (typed) | python-mysql-replication | mariadb-binlog -v | tuples / pmr | "
+             "pure Python / pmr | pure Python / pmr (CPU s) | Arrow / pmr | "
              "tuples / mariadb-binlog | Delta | Spark 1 part. | Spark 2 part. | "
              "peak RSS tuples / Arrow / Delta (MiB) |",
-             "|---" * 15 + "|"]
+             "|---" * 17 + "|"]
     for r in results:
         x = r["rate"]
         lines.append(
-            f"| {r['workload']} | {r['rows']:,} | {f(x['tuples'])} | {f(x['arrow'])} | "
-            f"{f(x['arrow_typed'])} | {f(x['pmr'])} | {f(x['mariadb'])} | "
-            f"{x['tuples'] / x['pmr']:.1f}x | {cpu_ratio(r, 'tuples', 'pmr'):.1f}x | "
+            f"| {r['workload']} | {r['rows']:,} | {f(x['tuples'])} | {f(x['tuples_py'])} | "
+            f"{f(x['arrow'])} | {f(x['arrow_typed'])} | {f(x['pmr'])} | {f(x['mariadb'])} | "
+            f"{x['tuples'] / x['pmr']:.1f}x | {x['tuples_py'] / x['pmr']:.1f}x | "
+            f"{cpu_ratio(r, 'tuples_py', 'pmr'):.1f}x | "
             f"{x['arrow'] / x['pmr']:.2f}x | "
             f"{x['tuples'] / x['mariadb']:.2f}x | {f(x['delta'])} | "
             f"{f(x.get('spark1', float('nan')))} | {f(x.get('spark2', float('nan')))} | "

@@ -5,7 +5,9 @@ that its peak RSS is its own; the child prints one JSON line: rows, seconds, pea
 
 Methods
 -------
-tuples      binlog-cdc: files -> transactions -> decoded row tuples (``ev.decode_rows()``)
+tuples      binlog-cdc: files -> transactions -> decoded row tuples (``ev.decode_rows()``), with
+            the compiled row decoder when it is built (cdc._rowdecode)
+tuples_py   the same, pure Python (BINLOG_CDC_DECODER=python)
 arrow       binlog-cdc: files -> Arrow RecordBatches of the Spark source's schema
             (``streaming.schema.BatchBuilder``, JSON images: the default mode), 8192 rows each
 arrow_typed the same with typed images (``option table``: struct of the table's Spark types)
@@ -17,6 +19,7 @@ mariadb     ``mariadb-binlog -v --base64-output=decode-rows`` on the files (C)
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -90,7 +93,12 @@ def m_mariadb(files, **_):
     return out.count(b"\n### INSERT") + out.count(b"\n### UPDATE") + out.count(b"\n### DELETE")
 
 
-METHODS = {"tuples": m_tuples, "arrow": m_arrow, "arrow_typed": m_arrow_typed, "delta": m_delta,
+def m_tuples_py(files, **_):
+    """``tuples`` with the compiled row decoder switched off (BINLOG_CDC_DECODER=python)."""
+    return m_tuples(files)
+
+
+METHODS = {"tuples": m_tuples, "tuples_py": m_tuples_py, "arrow": m_arrow, "arrow_typed": m_arrow_typed, "delta": m_delta,
            "pmr": m_pmr, "mariadb": m_mariadb}
 
 
@@ -98,17 +106,21 @@ def measure(method: str, files, **kw) -> dict:
     """Run *method* in a child process: {"rows", "seconds" (wall), "cpu_seconds" (user + system
     of the decoding process, so shared-machine contention does not count), "rss_mib"}."""
     arg = json.dumps({"method": method, "files": [str(f) for f in files], "kw": kw})
+    env = dict(os.environ, **METHOD_ENV.get(method, {}))
     out = subprocess.run([sys.executable, "-m", "bench.decode", arg], capture_output=True,
-                         text=True)
+                         text=True, env=env)
     if out.returncode:
         raise RuntimeError(f"{method} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+METHOD_ENV = {"tuples_py": {"BINLOG_CDC_DECODER": "python"}}
+
 _IMPORTS = {"tuples": ["cdc.files", "cdc.transactions", "cdc.gtid", "cdc.rowcompile"],
             "arrow": ["cdc.files", "cdc.transactions", "cdc.gtid", "cdc.rowcompile", "streaming.schema",
                       "pyarrow"],
             "pmr": ["pymysqlreplication", "pymysqlreplication.row_event"]}
+_IMPORTS["tuples_py"] = _IMPORTS["tuples"]
 _IMPORTS["arrow_typed"] = _IMPORTS["arrow"]
 _IMPORTS["delta"] = _IMPORTS["arrow"] + ["deltalake"]
 
