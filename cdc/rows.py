@@ -1,11 +1,62 @@
-"""Row images of WRITE/UPDATE/DELETE/PARTIAL_UPDATE rows events, decoded with a table map."""
+"""Row images of WRITE/UPDATE/DELETE/PARTIAL_UPDATE rows events, decoded with a table map.
+
+Two decoders give identical values: the compiled ``cdc._rowdecode`` (optional C extension,
+used when built) and the pure-Python one (generated per-table readers, :mod:`cdc.rowcompile`,
+and the per-column decoders of :mod:`cdc.coltypes`). ``BINLOG_CDC_DECODER`` = ``auto``
+(default), ``c`` or ``python`` chooses at import; :func:`set_decoder` at run time,
+:func:`active_decoder` tells which one runs.
+"""
 
 from __future__ import annotations
 
+import os
 import struct
 
+from .charsets import BINARY_COLLATION, codec_of
 from .coltypes import ABSENT
-from .errors import TruncatedEventError
+from .constants import ColumnType as T
+from .errors import ConfigurationError, TruncatedEventError
+
+try:
+    from . import _rowdecode
+except ImportError as _e:     # not built (no C compiler at install time): pure Python
+    _rowdecode = None
+    _C_MISSING = f"{type(_e).__name__}: {_e}"
+else:
+    _C_MISSING = None
+
+DECODER_ENV = "BINLOG_CDC_DECODER"
+_use_c = False
+_generation = 0      # bumped by set_decoder(): plans built before a switch are rebuilt
+
+
+def set_decoder(name: str) -> str:
+    """Choose the row decoder: ``"auto"`` (the compiled one when built), ``"c"`` or
+    ``"python"``; returns the active one. Decoding plans built before the switch are not reused."""
+    global _use_c, _generation
+    choice = (name or "auto").strip().lower()
+    if choice not in ("auto", "c", "python"):
+        raise ConfigurationError(f"{DECODER_ENV}={name!r}: expected auto, c or python")
+    if choice == "c" and _rowdecode is None:
+        raise ConfigurationError(
+            f"{DECODER_ENV}=c but the compiled row decoder cdc._rowdecode is not built "
+            f"({_C_MISSING}); reinstall binlog-cdc with a C compiler and the Python headers "
+            f"(pip install -e .), or use {DECODER_ENV}=auto")
+    _use_c = choice == "c" or (choice == "auto" and _rowdecode is not None)
+    _generation += 1
+    return active_decoder()
+
+
+def active_decoder() -> str:
+    """``"c"`` (cdc._rowdecode) or ``"python"``: the decoder rows events use now."""
+    return "c" if _use_c else "python"
+
+
+def c_decoder_available() -> bool:
+    return _rowdecode is not None
+
+
+set_decoder(os.environ.get(DECODER_ENV, "auto"))
 
 
 _PRESENT_CACHE: dict = {}
@@ -130,14 +181,16 @@ def decode_images(tmap, kind: str, data, pos: int, present1: tuple[int, ...],
     """
     plans = tmap.full_row_reader.plans
     key = (kind, present1, present2, partial)
-    fn = plans.get(key)
-    if fn is None:
-        fn = plans[key] = _rows_plan(tmap, kind, present1, present2, partial)
-    return fn(data, pos)
+    hit = plans.get(key)
+    if hit is None or hit[0] != _generation:
+        hit = plans[key] = (_generation, _rows_plan(tmap, kind, present1, present2, partial))
+    return hit[1](data, pos)
 
 
 def _rows_plan(tmap, kind: str, present1, present2, partial: bool):
     """A function ``(data, pos) -> rows`` for one shape of rows event, built once per table map."""
+    if _use_c and not partial:
+        return _c_rows_plan(tmap, kind == "update", present1, present2)
     r1 = _image_reader(tmap, present1)
     update = kind == "update"
     if not update:
@@ -195,3 +248,96 @@ def _update_images(r1: ImageReader, r2: ImageReader, partial: bool):
             rows.append((before, after))
         return rows
     return read_pairs
+
+
+# --- the compiled decoder (cdc/_rowdecode.c) -----------------------------------------------------
+
+def _c_rows_plan(tmap, update: bool, present1, present2):
+    """``(data, pos) -> rows`` through cdc._rowdecode, for any column-presence bitmaps.
+
+    PARTIAL_UPDATE_ROWS images (JSON diffs) stay on the Python path.
+    """
+    p1 = _c_image_plan(tmap, present1)
+    p2 = None
+    if update:
+        p2 = p1 if present2 == present1 else _c_image_plan(tmap, present2)
+    decode = _rowdecode.decode_rows
+    name = tmap.qualified_name
+
+    def read_c(data, pos):
+        try:
+            return decode(data, pos, p1, p2)
+        except TruncatedEventError:
+            raise
+        except (IndexError, ValueError, struct.error) as e:
+            raise TruncatedEventError(f"row image of {name} is malformed: {e}") from None
+    return read_c
+
+
+def _c_image_plan(tmap, present: tuple[int, ...]):
+    """The cdc._rowdecode.Plan of one image shape, kept with the table map's batch readers."""
+    cache = tmap.full_row_reader.batch_readers
+    key = ("c", present)
+    plan = cache.get(key)
+    if plan is None:
+        decoders, columns = tmap.decoders, tmap.columns
+        specs = tuple((i, *c_column_spec(columns[i]), decoders[i]) for i in present)
+        plan = cache[key] = _rowdecode.Plan(len(columns), specs, ABSENT)
+    return plan
+
+
+_C_INTS = {T.TINY: ("I8", "U8"), T.SHORT: ("I16", "U16"), T.INT24: ("I24", "U24"),
+           T.LONG: ("I32", "U32"), T.LONGLONG: ("I64", "U64")}
+_C_FIXED = {T.FLOAT: "FLOAT", T.DOUBLE: "DOUBLE", T.YEAR: "YEAR", T.DATE: "DATE",
+            T.NEWDATE: "DATE"}
+_C_FRACTIONAL = {T.DATETIME2: "DATETIME2", T.TIMESTAMP2: "TIMESTAMP2", T.TIME2: "TIME2"}
+_C_BLOBS = (T.TINY_BLOB, T.BLOB, T.MEDIUM_BLOB, T.LONG_BLOB)
+
+
+def c_column_spec(col) -> tuple[str | int, int, int]:
+    """(kind, a, b) of one column for cdc._rowdecode (kind FALLBACK: its Python decoder).
+
+    Mirrors the decoders of cdc.coltypes; anything else -- other character sets, ENUM/SET,
+    MySQL JSON, GEOMETRY, VECTOR, old temporal types, odd metadata -- keeps its decoder.
+    """
+    kind, a, b = _c_kind(col)
+    return getattr(_rowdecode, kind), a, b
+
+
+def _c_kind(col) -> tuple[str, int, int]:
+    rt, meta = col.real_type, col.meta
+    if rt in _C_INTS:
+        return _C_INTS[rt][bool(col.unsigned)], 0, 0
+    if rt in _C_FIXED:
+        return _C_FIXED[rt], 0, 0
+    if rt in _C_FRACTIONAL:
+        fsp = meta or 0
+        return (_C_FRACTIONAL[rt], fsp, 0) if 0 <= fsp <= 6 else ("FALLBACK", 0, 0)
+    if rt == T.NEWDECIMAL:
+        precision, scale = meta
+        if 1 <= precision <= 65 and 0 <= scale <= precision:
+            return "DECIMAL", precision, scale
+        return "FALLBACK", 0, 0
+    if rt == T.BIT:
+        bits, nbytes = meta
+        size = nbytes + (1 if bits else 0)
+        return ("BIT", size, 0) if size <= 8 else ("FALLBACK", 0, 0)
+    if rt in (T.VARCHAR, T.VAR_STRING, T.STRING) or rt in _C_BLOBS:
+        if rt in _C_BLOBS:
+            lb = meta
+            if lb not in (1, 2, 3, 4):
+                return "FALLBACK", 0, 0
+        elif rt == T.STRING:
+            if not meta:
+                return "FALLBACK", 0, 0
+            lb = 1 if meta[1] < 256 else 2
+        else:
+            lb = 1 if meta < 256 else 2
+        codec = codec_of(col.collation if col.collation is not None else BINARY_COLLATION)
+        if codec == "utf-8":
+            return "STR", lb, 0
+        if codec is None:
+            # BINARY(n): the binlog strips trailing \0, the decoder pads back to n bytes
+            return "BYTES", lb, meta[1] if rt == T.STRING else 0
+        return "FALLBACK", 0, 0
+    return "FALLBACK", 0, 0
