@@ -9,6 +9,10 @@
 * ``spark`` (module): a local SparkSession (``local[2]``), stopped after the module.
 * ``mysql84`` (session): a MySQL 8.4 container (GTID on, ROW binlog) when a Docker engine is
   reachable, else the test is skipped.
+* ``row_decoder`` (function, autouse): the decoding-heavy modules (:data:`ROW_DECODER_MODULES`)
+  run every test twice, ``[c]`` with the compiled row decoder (cdc._rowdecode) and ``[python]``
+  with the pure-Python one; ``[c]`` is skipped when the extension is not built, or fails when
+  ``CI`` is set.  Elsewhere it does nothing.
 """
 
 from __future__ import annotations
@@ -232,3 +236,40 @@ def mysql84():
         finally:
             conn.close()
         yield server
+
+
+# --- row decoders: compiled and pure Python ---------------------------------------------------
+
+ROW_DECODER_MODULES = frozenset({
+    "test_types_live", "test_rowcompile", "test_seed_vectors", "test_mysql8_events",
+    "test_parser_robustness",
+})
+"""Test modules whose every test runs once per row decoder (``[c]`` and ``[python]``)."""
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.path.stem in ROW_DECODER_MODULES:
+        metafunc.parametrize("row_decoder", ["c", "python"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def row_decoder(request: pytest.FixtureRequest):
+    """The row decoder of this test (``"c"``/``"python"``), or None when not parametrized."""
+    name = getattr(request, "param", None)
+    if name is None:
+        yield None
+        return
+    from cdc import rows
+
+    if name == "c" and not rows.c_decoder_available():
+        msg = (f"the compiled row decoder cdc._rowdecode is not built ({rows._C_MISSING}); "
+               f"install with a C compiler and the Python headers to test it")
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set: {msg}", pytrace=False)
+        pytest.skip(msg)
+    previous = rows.active_decoder()
+    rows.set_decoder(name)
+    try:
+        yield name
+    finally:
+        rows.set_decoder(previous)
