@@ -41,6 +41,7 @@ typedef struct {
     int a, b;
     Py_ssize_t size;        /* fixed byte size (0: length-prefixed) */
     PyObject *fallback;     /* the column's Python decoder */
+    int row_reuse;          /* costly to build: compare with the previous row's raw bytes */
     /* DECIMAL digit groups */
     int ngroups;
     unsigned char gbytes[MAX_GROUPS];
@@ -121,6 +122,8 @@ spec_init(ColSpec *c, PyObject *item, Py_ssize_t ncols)
     c->ngroups = 0;
     c->nfrac = 0;
     c->mult = 0;
+    c->row_reuse = kind == K_DECIMAL || kind == K_DATETIME2 || kind == K_TIMESTAMP2
+                   || kind == K_TIME2 || kind == K_DATE;
     switch (kind) {
     case K_I8: case K_U8: case K_YEAR: c->size = 1; break;
     case K_I16: case K_U16: c->size = 2; break;
@@ -511,9 +514,11 @@ gc_tracked(PyObject *v)
 }
 
 /* One row image at *ppos (NULL bitmap first): a new tuple, or NULL with an error set.
- * rec: where this image's native values and their raw bytes are recorded (before image of an
- * update); prev: a native value whose raw bytes equal prev's (same column) is prev's value
- * (after image).
+ * rec: where this image's native values and their raw bytes are recorded; the previous row's
+ * DECIMAL/temporal values there are reused when the bytes are the same (a costly Decimal or
+ * datetime built once for, say, the NOW() of a multi-row INSERT).
+ * prev (an update's after image): a native value whose raw bytes equal the before image's
+ * (same column) is that value.
  * A tuple holding no GC-tracked object (every native value, most decoded ones) is untracked
  * at once, as the garbage collector would do on its next pass: a big transaction's rows do
  * not make every collection slower. */
@@ -580,9 +585,10 @@ read_image(const PlanObject *pl, PyObject *data, const unsigned char *buf, Py_ss
             goto fail;
         }
         pos = body + n;
-        if (prev && prev[k].off >= 0 && prev[k].len == pos - start
-                && memcmp(buf + prev[k].off, buf + start, pos - start) == 0) {
-            v = prev[k].value;      /* immutable and a pure function of the bytes */
+        const Raw *same = prev ? &prev[k] : rec && c->row_reuse ? &rec[k] : NULL;
+        if (same && same->off >= 0 && same->len == pos - start
+                && memcmp(buf + same->off, buf + start, pos - start) == 0) {
+            v = same->value;        /* immutable and a pure function of the bytes */
             Py_INCREF(v);
             goto store_native;
         }
@@ -717,16 +723,17 @@ decode_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "start position outside the event");
         goto done;
     }
-    if (p2 == p1 && p1->npresent) {
-        /* an update: an after-image value whose raw bytes equal the before image's is that
-         * same (immutable) object, as on the Python path; values of other rows are not looked
-         * at (comparing costs more than it saves when values differ) */
-        raws = PyMem_Malloc(p1->npresent * sizeof(Raw));
-        if (raws == NULL) {
-            PyErr_NoMemory();
-            goto done;
-        }
+    /* The raw bytes and values of the last (before) image: an update's after-image value whose
+     * bytes equal the before image's is that same immutable object, as on the Python path;
+     * DECIMAL/temporal values equal to the previous row's too. Cheap values (ints, floats,
+     * strings) are not compared across rows: that costs more than it saves when they differ. */
+    raws = PyMem_Malloc((p1->npresent ? p1->npresent : 1) * sizeof(Raw));
+    if (raws == NULL) {
+        PyErr_NoMemory();
+        goto done;
     }
+    for (Py_ssize_t k = 0; k < p1->npresent; k++)
+        raws[k].off = -1;
     rows = PyList_New(0);
     if (rows == NULL)
         goto done;
@@ -736,7 +743,8 @@ decode_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (row == NULL)
             goto error;
         if (p2 != NULL) {
-            PyObject *after = read_image(p2, data, buf, len, &pos, NULL, raws);
+            PyObject *after = read_image(p2, data, buf, len, &pos, NULL,
+                                         p2 == p1 ? raws : NULL);
             if (after == NULL) {
                 Py_DECREF(row);
                 goto error;

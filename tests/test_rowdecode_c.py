@@ -447,6 +447,28 @@ def test_partial_images_and_updates():
     assert typed(decode("c", tmap, "insert", data, some)) == typed(generic(tmap, "insert", data, some))
 
 
+def test_repeated_costly_values_are_shared_and_equal():
+    """A DECIMAL/temporal value with the bytes of the previous row's (the NOW() of a multi-row
+    INSERT) is the previous row's object; values stay those of the Python path."""
+    specs = [((T.LONG, None), {}, None), ((T.NEWDECIMAL, (12, 2)), {}, None),
+             ((T.DATETIME2, 6), {}, None), ((T.DATE, None), {}, None)]
+    tmap = make_table(specs)
+    now = enc_datetime2(2024, 5, 1, 12, 0, 0, 123456, 6)
+    images = [b"\x00" + struct.pack("<i", i) + enc_decimal(price, 12, 2) + now + enc_date(*d)
+              for i, (price, d) in enumerate([("9.99", (2024, 5, 1)), ("9.99", (2024, 5, 1)),
+                                              ("-9.99", (0, 0, 0)), ("-9.99", (0, 0, 0)),
+                                              ("1.00", (2024, 5, 2))])]
+    data = b"".join(images[:2]) + b"\x0e" + struct.pack("<i", 9) + b"".join(images[2:])
+    rows = decode("c", tmap, "insert", data, (0, 1, 2, 3))
+    assert typed(rows) == typed(decode("python", tmap, "insert", data, (0, 1, 2, 3)))
+    assert rows[0][1] is rows[1][1] and rows[0][2] is rows[1][2] and rows[0][3] is rows[1][3]
+    assert rows[2] == (9, None, None, None)          # a NULL row between: nothing to share
+    assert rows[3][2] == rows[1][2] and rows[3][2] is not rows[1][2]
+    assert rows[4][1] is rows[3][1] and rows[4][2] is rows[3][2] and rows[5][2] is rows[4][2]
+    assert rows[4][3] == "0000-00-00" and rows[5][3].isoformat() == "2024-05-02"
+    assert repr(rows[5][1]) == "Decimal('1.00')"
+
+
 def test_truncated_images_raise_at_every_offset():
     rng = random.Random(3)
     specs = ZOO
