@@ -97,12 +97,12 @@ def row_json(columns, values) -> str:
                            for c, v in zip(columns, values) if v is not ABSENT) + "}"
 
 
-
 # --- generated renderers: row_json for many full images of one table ---------------------------
 #
 # One expression per column type, on the value ``v``: a fast branch guarded by an exact type test
 # (and whatever else makes it produce exactly what to_json_text would), else to_json_text itself.
-# Every expression yields a str, or an exact int (``%s`` formats it as str() would).
+# Every expression yields a str, an exact int or a finite float (``%s`` formats them as str()
+# would, and str() of a float is its repr()).
 
 _INT_TYPES = (T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.YEAR, T.BIT)
 _TEXT_TYPES = (T.VARCHAR, T.VAR_STRING, T.STRING, T.ENUM, T.SET, T.TINY_BLOB, T.MEDIUM_BLOB,
@@ -116,7 +116,8 @@ for _t in _TEXT_TYPES:
                       "'\"' + B64(v, newline=False).decode('ascii') + '\"' if type(v) is bytes "
                       "else J(v))")
 for _t in (T.FLOAT, T.DOUBLE):
-    _JSON_EXPR[_t] = "((R(v) if ISF(v) else 'null') if type(v) is float else J(v))"
+    # finite (nan compares false): the float itself, str() of a float is its repr()
+    _JSON_EXPR[_t] = "(v if type(v) is float and -INF < v < INF else J(v))"
 for _t in (T.NEWDECIMAL, T.DECIMAL):
     # str() is format(v, "f") whenever it has no exponent (finite, exponent <= 0, adjusted >= -6)
     _JSON_EXPR[_t] = ("(t if type(v) is DEC and 'E' not in (t := STR(v)) and v.is_finite() "
@@ -134,61 +135,112 @@ for _t in (T.TIME, T.TIME2):
 del _t
 _GENERIC_EXPR = "J(v)"    # NULL, JSON documents, GEOMETRY, VECTOR, unknown codes
 
-_RENDER_ENV = {"J": to_json_text, "S": _str, "B64": binascii.b2a_base64, "R": repr,
-               "ISF": math.isfinite, "DEC": Decimal, "STR": str, "DT": _dt.datetime,
-               "DATE": _dt.date, "TD": _dt.timedelta, "UTC": _dt.timezone.utc, "TT": time_text,
-               "IG": itemgetter}
+_RENDER_ENV = {"J": to_json_text, "S": _str, "B64": binascii.b2a_base64, "DEC": Decimal,
+               "STR": str, "DT": _dt.datetime, "DATE": _dt.date, "TD": _dt.timedelta,
+               "UTC": _dt.timezone.utc, "TT": time_text, "IG": itemgetter, "INF": math.inf}
 _RENDERERS: dict = {}
 _RENDERERS_MAX = 512
 
 
-def compile_json_renderer(columns: list[ColumnDef], names: list[str], indexes=None):
-    """A function ``render(rows) -> list[str]``: the JSON object text of each full row image in
-    *rows* (value tuples holding every column of *columns*, none ABSENT), exactly
-    ``row_json(names, row)``; with *indexes*, an object of those columns only, in that order
-    (``to_json_text({names[i]: row[i] for i in indexes})``, e.g. a primary key).
-
-    Generated once per column layout (names, types, indexes) and cached, like the row readers
-    of :mod:`cdc.rowcompile`: one list comprehension with a specialised expression per column.
-    """
-    if indexes is None:
-        indexes = range(len(columns))
-    indexes = tuple(indexes)
-    key = (tuple(names), tuple(c.real_type for c in columns), indexes)
+def _cached_renderer(key, build):
     fn = _RENDERERS.get(key)
     if fn is None:
-        fn = _build_json_renderer(columns, names, indexes)
+        fn = build()
         if len(_RENDERERS) >= _RENDERERS_MAX:
             _RENDERERS.clear()
         _RENDERERS[key] = fn
     return fn
 
 
-def _build_json_renderer(columns, names, indexes: tuple):
-    if len(set(indexes)) != len(indexes) or len({names[i] for i in indexes}) != len(indexes):
-        # a repeated column or name: a dict keeps one, an object text both -- no shortcut
-        def render(rows):
-            return [to_json_text({names[i]: r[i] for i in indexes}) for r in rows]
-        return render
-    if not indexes:
-        return lambda rows: ["{}" for _ in rows]
-    fmt = "{" + ", ".join(_str(names[i]).replace("%", "%%") + ": %s" for i in indexes) + "}"
-    exprs = []
-    for i in indexes:
-        expr = _JSON_EXPR.get(columns[i].real_type, _GENERIC_EXPR)
-        exprs.append(re.sub(r"\bv\b", f"v{i}", re.sub(r"\bt\b", f"t{i}", expr)))
-    values = "(" + ", ".join(exprs) + ",)"
-    if len(indexes) == len(columns) and indexes == tuple(range(len(columns))):
-        source = "rows"
-    else:
-        source = "map(IG(" + ", ".join(str(i) for i in indexes) + "), rows)"
-    target = ", ".join(f"v{i}" for i in indexes)
-    src = f"def render(rows):\n    return [FMT % {values} for {target} in {source}]\n"
+def _value_expr(col: ColumnDef, var: str) -> str:
+    """The expression rendering the value in variable *var* of column *col*."""
+    expr = _JSON_EXPR.get(col.real_type, _GENERIC_EXPR)
+    return re.sub(r"\bv\b", var, re.sub(r"\bt\b", "t_" + var, expr))
+
+
+def _object_format(names) -> str:
+    """The ``%`` format of a JSON object with these keys (``%s`` for each value)."""
+    return "{" + ", ".join(_str(n).replace("%", "%%") + ": %s" for n in names) + "}"
+
+
+def _compile_renderer(src: str, fmt: str):
     env = dict(_RENDER_ENV, FMT=fmt)
     exec(compile(src, "<json renderer>", "exec"), env)
     render = env["render"]
     render.source = src
     return render
+
+
+def compile_json_renderer(columns: list[ColumnDef], names: list[str], indexes=None):
+    """A function ``render(rows) -> list[str]`` for full row images of one table: *rows* are
+    value tuples holding every column of *columns* (none ABSENT).
+
+    Without *indexes*: each row's ``row_json(names, row)``. With *indexes* (e.g. a primary
+    key): each row's ``to_json_text({names[i]: row[i] for i in indexes})``.
+
+    Generated once per layout (names, types, indexes) and cached, like the row readers of
+    :mod:`cdc.rowcompile`: one list comprehension with a specialised expression per column.
+    """
+    if indexes is not None:
+        indexes = tuple(indexes)
+    key = ("rows", tuple(names), tuple(c.real_type for c in columns), indexes)
+    return _cached_renderer(key, lambda: _build_json_renderer(columns, names, indexes))
+
+
+def _build_json_renderer(columns, names, indexes):
+    if indexes is None:
+        indexes = tuple(range(len(columns)))
+        source = "rows"
+    else:
+        if len({names[i] for i in indexes}) != len(indexes):
+            # a repeated column or name: the dict keeps one -- no shortcut
+            def render(rows):
+                return [to_json_text({names[i]: r[i] for i in indexes}) for r in rows]
+            return render
+        source = "map(IG(" + ", ".join(str(i) for i in indexes) + "), rows)"
+    if not indexes:
+        return lambda rows: ["{}" for _ in rows]
+    values = ", ".join(_value_expr(columns[i], f"v{i}") for i in indexes)
+    target = ", ".join(f"v{i}" for i in indexes)
+    src = f"def render(rows):\n    return [FMT % ({values},) for {target} in {source}]\n"
+    return _compile_renderer(src, _object_format(names[i] for i in indexes))
+
+
+def compile_json_pair_renderer(columns: list[ColumnDef], names: list[str]):
+    """A function ``render(pairs) -> (before texts, after texts)`` for the (before, after)
+    pairs of an update whose images both hold every column: ``row_json(names, image)`` of each.
+
+    An after-image value that *is* its before-image value (the row readers hand an unchanged
+    DECIMAL/DATETIME over as the same object) takes the text already made for it.
+    """
+    key = ("pairs", tuple(names), tuple(c.real_type for c in columns))
+    return _cached_renderer(key, lambda: _build_json_pair_renderer(columns, names))
+
+
+def _build_json_pair_renderer(columns, names):
+    n = len(columns)
+    if not n:
+        return lambda pairs: (["{}"] * len(pairs), ["{}"] * len(pairs))
+    before, after = [], []
+    for i, col in enumerate(columns):
+        if _JSON_EXPR.get(col.real_type) == _JSON_EXPR[T.LONG]:
+            # an int is as cheap to render as to look up
+            before.append(_value_expr(col, f"b{i}"))
+            after.append(_value_expr(col, f"a{i}"))
+        else:
+            before.append(f"(u{i} := {_value_expr(col, f'b{i}')})")
+            after.append(f"(u{i} if a{i} is b{i} else {_value_expr(col, f'a{i}')})")
+    src = "\n".join([
+        "def render(pairs):",
+        "    before, after = [], []",
+        "    bappend, aappend = before.append, after.append",
+        "    for (%s), (%s) in pairs:" % (", ".join(f"b{i}" for i in range(n)) + ",",
+                                          ", ".join(f"a{i}" for i in range(n)) + ","),
+        f"        bappend(FMT % ({', '.join(before)},))",
+        f"        aappend(FMT % ({', '.join(after)},))",
+        "    return before, after",
+        ""])
+    return _compile_renderer(src, _object_format(names))
 
 
 # --- mysqlbinlog -v ------------------------------------------------------------------------------

@@ -64,6 +64,7 @@ from decimal import Decimal
 from typing import Callable, Iterable, NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (ArrayType, BinaryType, ByteType, DataType, DateType,
                                DayTimeIntervalType, DecimalType, DoubleType, FloatType,
@@ -74,9 +75,10 @@ from cdc.charsets import BINARY_COLLATION, make_text_decoder
 from cdc.coltypes import ABSENT, TYPES, ColumnDef, Geometry, InvalidTemporal
 from cdc.constants import ColumnType as T
 from cdc.errors import ConfigurationError, SchemaError
-from cdc.render import row_json, to_json_text
+from cdc.render import (compile_json_pair_renderer, compile_json_renderer, row_json,
+                        to_json_text)
 
-from .offsets import seq as make_seq
+from .offsets import file_number
 
 SOURCE_TYPE = StructType([
     StructField("server_id", LongType()),
@@ -343,118 +345,258 @@ def columns_from_server(conn, db: str, table: str) -> list[ColumnDef]:
 # --- row changes to Arrow ----------------------------------------------------------------------------
 
 
+class _TablePlan:
+    """What the builder needs per table map, computed once per batch: column names, the
+    generated JSON renderers (full images, primary keys), the typed fields' column indexes."""
+
+    __slots__ = ("tmap", "reader", "names", "ncols", "render", "render_pairs", "render_key",
+                 "keys", "typed_index")
+
+    def __init__(self, tmap, typed_names: list[str] | None):
+        self.tmap = tmap
+        self.reader = tmap.full_row_reader   # replaced when the table map's names change
+        self.names = names = tmap.column_names
+        self.ncols = len(names)
+        self.render = self.render_pairs = None
+        if typed_names is None:
+            self.render = compile_json_renderer(tmap.columns, names)
+            self.render_pairs = compile_json_pair_renderer(tmap.columns, names)
+        self.keys: dict[tuple, Callable] = {}
+        self.render_key = self.key_renderer(tmap.primary_key) if tmap.primary_key else None
+        if typed_names is not None:
+            where = {n: i for i, n in enumerate(names)}
+            self.typed_index = [where.get(n) for n in typed_names]
+
+    def key_renderer(self, pk):
+        pk = tuple(pk)
+        fn = self.keys.get(pk)
+        if fn is None:
+            fn = self.keys[pk] = compile_json_renderer(self.tmap.columns, self.names, pk)
+        return fn
+
+
+_NoneType = type(None)
+# Converters that return most values as they are: for these types a whole column is taken as is.
+_IDENTITY_TYPES: dict[Callable, Callable[[type], bool]] = {
+    _no_invalid: lambda t: not issubclass(t, InvalidTemporal),
+    _to_text: lambda t: t is str or t is _NoneType,
+}
+
+
 class BatchBuilder:
-    """Collects row changes (:class:`cdc.transactions.RowChange`) and turns them into
-    ``pyarrow.RecordBatch``es of exactly the source's schema."""
+    """Collects the row changes of committed transactions (:class:`cdc.transactions.Transaction`)
+    and turns them into ``pyarrow.RecordBatch``es of exactly the source's schema: the rows one
+    :class:`~cdc.transactions.RowChange` each would give, in the same order.
+
+    Works per rows event, column by column: the envelope fields are runs of one value per event
+    (Arrow expands them at :meth:`flush`), full row images go through a JSON renderer generated
+    per table layout (:func:`cdc.render.compile_json_renderer`), typed images are built one
+    struct child at a time.
+    """
 
     def __init__(self, schema: StructType, typed_columns: list[ColumnDef] | None = None):
         self.schema = schema
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.typed = typed_columns is not None
+        self.names = None
         if self.typed:
             self.names = [c.name for c in typed_columns]
             self.converters = [spark_column(c).convert for c in typed_columns]
+            self.identity = [_IDENTITY_TYPES.get(c) for c in self.converters]
             image_type = self.arrow_schema.field("before").type
             self.image_fields = [image_type.field(i) for i in range(image_type.num_fields)]
-            self._maps: dict[int, tuple] = {}
+        self._plans: dict[int, _TablePlan] = {}
+        self._file_numbers: dict[str, int] = {}
         self._reset()
 
     def _reset(self) -> None:
-        self.op, self.db, self.table, self.key, self.ts = [], [], [], [], []
-        self.before, self.after = [], []
-        self.s_server, self.s_file, self.s_pos, self.s_gtid, self.s_row, self.s_xid = \
-            [], [], [], [], [], []
-        self.seq = []
+        # per rows event: (end row, op, db, table, ts_ms, server_id, file, pos, gtid, xid,
+        # seq prefix)
+        self.events: list[tuple] = []
+        self.s_row: list[int] = []
+        self.key: list = []
+        self.key_filled = False
+        if self.typed:
+            # per image: struct children, and whether each child holds anything but nulls
+            self.before = ([[] for _ in self.names], [False] * len(self.names))
+            self.after = ([[] for _ in self.names], [False] * len(self.names))
+        else:
+            self.before, self.after = [], []
+            self.before_filled = self.after_filled = False
         self.rows = 0
 
     def __len__(self) -> int:
         return self.rows
 
+    def _plan(self, tmap) -> _TablePlan:
+        plan = self._plans.get(id(tmap))
+        if plan is None or plan.tmap is not tmap or plan.reader is not tmap.full_row_reader:
+            plan = self._plans[id(tmap)] = _TablePlan(tmap, self.names)  # keeps tmap alive
+        return plan
+
     def add_transaction(self, tx) -> None:
         file, pos, gtid, xid, server_id = tx.file, tx.pos, tx.gtid, tx.xid, tx.server_id
         ts = tx.timestamp * 1000 if tx.timestamp is not None else None
         typed = self.typed
-        for ch in tx.changes():
-            self.op.append(ch.op)
-            self.db.append(ch.schema)
-            self.table.append(ch.table)
+        # RowChange.key() takes the primary key of the transaction's table map of that name
+        tables = tx._tables_by_name
+        prefix = None
+        index = 0
+        for ev in tx.rows_events:
+            rows = ev.decode_rows()
+            n = len(rows)
+            if not n:
+                continue
+            if prefix is None:   # streaming.offsets.seq without the row index
+                number = self._file_numbers.get(file)
+                if number is None:
+                    number = self._file_numbers[file] = file_number(file)
+                prefix = "%010d:%012d:" % (number, pos)
+            tmap = ev.table
+            plan = self._plan(tmap)
+            ncols = plan.ncols
+            kind = ev.kind
+            # before/after: the images (None: the operation has none); *_full: the image holds
+            # every column, so no value is ABSENT (a PARTIAL_UPDATE_ROWS after image may still
+            # hold ABSENT in a JSON column)
+            if kind == "insert":
+                op, before, after = "c", None, rows
+                before_full, after_full = True, len(ev._present) == ncols
+            elif kind == "delete":
+                op, before, after = "d", rows, None
+                before_full, after_full = len(ev._present) == ncols, True
+            else:
+                op = "u"
+                before_full = len(ev._present) == ncols
+                after_full = len(ev._present_after) == ncols and not ev.partial
+                before = None if before_full and after_full and not typed else \
+                    [r[0] for r in rows]
+                after = [r[1] for r in rows]
             if typed:
-                self.before.append(self._typed_image(ch.columns, ch.before))
-                self.after.append(self._typed_image(ch.columns, ch.after))
+                self._typed(plan, before, before_full, ev._present, self.before, n)
+                self._typed(plan, after, after_full,
+                            ev._present_after if kind == "update" else ev._present,
+                            self.after, n)
+            elif kind == "update" and before is None:
+                # both images full: rendered together, unchanged values once
+                texts = plan.render_pairs(rows)
+                self.before += texts[0]
+                self.after += texts[1]
+                self.before_filled = self.after_filled = True
             else:
-                self.before.append(None if ch.before is None else row_json(ch.columns, ch.before))
-                self.after.append(None if ch.after is None else row_json(ch.columns, ch.after))
-            k = ch.key()
-            self.key.append(None if k is None else to_json_text(k))
-            self.ts.append(ts)
-            self.s_server.append(server_id)
-            self.s_file.append(file)
-            self.s_pos.append(pos)
-            self.s_gtid.append(gtid)
-            self.s_row.append(ch.index)
-            self.s_xid.append(xid)
-            self.seq.append(make_seq(file, pos, ch.index))
-            self.rows += 1
+                self._json(plan, before, before_full, self.before, n)
+                self.before_filled |= before is not None
+                self._json(plan, after, after_full, self.after, n)
+                self.after_filled |= after is not None
+            named = tables.get((tmap.schema, tmap.table), tmap)
+            pk = named.primary_key
+            if not pk:
+                self.key += [None] * n
+            else:
+                self.key_filled = True
+                src, full = (after, after_full) if after is not None else (rows, before_full)
+                if full:
+                    render = plan.render_key if named is tmap else plan.key_renderer(pk)
+                    self.key += render(src)
+                else:
+                    names = plan.names
+                    self.key += [to_json_text({names[i]: r[i] for i in pk}) for r in src]
+            self.s_row += range(index, index + n)
+            index += n
+            self.rows += n
+            self.events.append((self.rows, op, tmap.schema, tmap.table, ts, server_id, file, pos,
+                                gtid, xid, prefix))
 
-    def _typed_image(self, columns: list, values):
-        """The values of one image in the typed struct's column order (None: no image)."""
-        if values is None:
-            return None
-        entry = self._maps.get(id(columns))
-        if entry is None or entry[0] is not columns:
-            where = {n: i for i, n in enumerate(columns)}
-            entry = (columns, [where.get(n) for n in self.names])
-            self._maps[id(columns)] = entry   # keeps `columns` alive: its id stays unique
-        out = []
-        for i in entry[1]:
-            if i is None:
-                out.append(None)
+    @staticmethod
+    def _json(plan: _TablePlan, images, full: bool, out: list, n: int) -> None:
+        """Appends the JSON texts of one event's images (None: the operation has none)."""
+        if images is None:
+            out += [None] * n
+        elif full:
+            out += plan.render(images)
+        else:
+            names = plan.names
+            out += [row_json(names, r) for r in images]
+
+    def _typed(self, plan: _TablePlan, images, full: bool, present, out, n: int) -> None:
+        """Appends one event's images (None: the operation has none) to the struct children of
+        *out*: per typed field, the values of its column (None where the table has no such
+        column or the image does not hold it), converted for Arrow."""
+        children, filled = out
+        if images is None:
+            nones = [None] * n
+            for child in children:
+                child += nones
+            return
+        columns = list(zip(*images))        # the image's values, one tuple per column
+        partial = None if full else set(present)
+        for j, (child, i, conv, identity) in enumerate(zip(children, plan.typed_index,
+                                                           self.converters, self.identity)):
+            if i is None or (partial is not None and i not in partial):
+                child += [None] * n
+                continue
+            filled[j] = True
+            vals = columns[i]
+            if not full:
+                vals = [None if v is ABSENT else v for v in vals]
+            # a converter that would hand back every value of the column: skip it
+            if conv is None or (identity is not None
+                                and all(map(identity, set(map(type, vals))))):
+                child += vals
             else:
-                v = values[i]
-                out.append(None if v is ABSENT else v)
-        return out
+                child += [None if v is None else conv(v) for v in vals]
 
     def flush(self) -> pa.RecordBatch | None:
-        if not self.rows:
+        n = self.rows
+        if not n:
             return None
         s = self.arrow_schema
+        (_, op, db, table, ts, server, file, pos, gtid, xid, prefix) = zip(*self.events)
+        run_ends = pa.array([e[0] for e in self.events], pa.int64())
+
+        def runs(values, type):
+            return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(
+                run_ends, pa.array(values, type)))
+
+        def strings(values, filled):
+            return pa.array(values, pa.string()) if filled else pa.nulls(n, pa.string())
+
         st = s.field("source").type
+        row = pa.array(self.s_row, st.field("row").type)
+        # seq: "%010d" of the row index after the transaction's prefix (streaming.offsets.seq)
+        seq = pc.binary_join_element_wise(runs(prefix, pa.string()),
+                                          pc.utf8_lpad(pc.cast(row, pa.string()), 10, "0"), "")
         source = pa.StructArray.from_arrays(
-            [pa.array(col, type=st.field(i).type) for i, col in enumerate(
-                (self.s_server, self.s_file, self.s_pos, self.s_gtid, self.s_row, self.s_xid))],
+            [runs(server, st.field("server_id").type), runs(file, st.field("file").type),
+             runs(pos, st.field("pos").type), runs(gtid, st.field("gtid").type), row,
+             runs(xid, st.field("xid").type)],
             fields=[st.field(i) for i in range(st.num_fields)])
+        op = runs(op, pa.string())
         if self.typed:
-            before, after = self._typed_array(self.before), self._typed_array(self.after)
+            before = self._typed_array(*self.before, mask=pc.equal(op, "c"))
+            after = self._typed_array(*self.after, mask=pc.equal(op, "d"))
         else:
-            before = pa.array(self.before, type=pa.string())
-            after = pa.array(self.after, type=pa.string())
-        arrays = [pa.array(self.op, pa.string()), pa.array(self.db, pa.string()),
-                  pa.array(self.table, pa.string()), before, after,
-                  pa.array(self.key, pa.string()), pa.array(self.ts, pa.int64()), source,
-                  pa.array(self.seq, pa.string())]
+            before = strings(self.before, self.before_filled)
+            after = strings(self.after, self.after_filled)
+        arrays = [op, runs(db, pa.string()), runs(table, pa.string()), before, after,
+                  strings(self.key, self.key_filled), runs(ts, pa.int64()), source, seq]
         batch = pa.RecordBatch.from_arrays(arrays, schema=s)
         self._reset()
-        if self.typed:
-            self._maps.clear()
+        self._plans.clear()
         return batch
 
-    def _typed_array(self, images: list) -> pa.StructArray:
-        n = len(images)
+    def _typed_array(self, columns: list[list], filled: list[bool], mask) -> pa.StructArray:
         children = []
-        for j, (field, conv) in enumerate(zip(self.image_fields, self.converters)):
-            if conv is None:
-                vals = [None if img is None else img[j] for img in images]
-            else:
-                vals = [None if img is None or img[j] is None else conv(img[j]) for img in images]
+        for field, vals, has in zip(self.image_fields, columns, filled):
+            if not has:
+                children.append(pa.nulls(len(vals), field.type))
+                continue
             try:
                 children.append(pa.array(vals, type=field.type))
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
                 raise SchemaError(f"typed mode: values of column {field.name} do not fit its "
                                   f"Spark type {field.type} (was the table altered?): {e}") \
                     from None
-        mask = pa.array([img is None for img in images], type=pa.bool_())
-        if not n:
-            mask = None
         return pa.StructArray.from_arrays(children, fields=self.image_fields, mask=mask)
 
 
