@@ -30,6 +30,10 @@ How a stream works
   (``serverId + 1 + chunk index``), from the chunk start until the chunk end, and decoded there
   into Arrow record batches. A replayed batch (after a restart) is planned from the file list
   alone: one chunk per file.
+* MySQL GTID offsets carry the GTID set executed up to the boundary, but the driver and the
+  tasks read by file and position: a transaction whose GTID is already in the set at the batch
+  start (a ``{"gtid": ...}`` start set with gaps, or another server's order of the same
+  transactions) is skipped, as ``COM_BINLOG_DUMP_GTID`` would skip it.
 * Purged binlogs: with ``failOnDataLoss=true`` (default) the query stops with an error naming
   the missing file; with ``false`` the purged range is skipped (a warning is logged).
 """
@@ -50,6 +54,7 @@ from pyspark.sql.types import StructType
 
 from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
 from cdc.files import BinlogFileReader, binlog_paths
+from cdc.gtid import GtidSet
 from cdc.lag import bytes_behind
 from cdc.replica import SqlSession, binlog_status
 from cdc.transactions import TransactionAssembler
@@ -234,18 +239,33 @@ class Boundary:
 
 class BinlogChunk(InputPartition):
     """Read transactions of ``file`` from ``start`` to ``end`` (a transaction boundary, or the
-    file size: up to the file's end)."""
+    file size: up to the file's end). ``skip_gtids``: a MySQL GTID set whose transactions are
+    not delivered (the batch start's set; see :func:`_mysql_skip_set`)."""
 
-    def __init__(self, index: int, file: str, start: int, end: int, to_file_end: bool):
+    def __init__(self, index: int, file: str, start: int, end: int, to_file_end: bool,
+                 skip_gtids: str | None = None):
         super().__init__((file, start, end))
         self.index = index
         self.file = file
         self.start = start
         self.end = end
         self.to_file_end = to_file_end
+        self.skip_gtids = skip_gtids
 
     def __repr__(self) -> str:
         return f"BinlogChunk({self.index}, {self.file}, {self.start}..{self.end})"
+
+
+def _mysql_skip_set(offset: BinlogOffset, mariadb: bool):
+    """The MySQL GTID set of *offset* (None on MariaDB or without GTIDs): transactions read
+    from the binlog by file and position after *offset* whose GTID is in it were delivered
+    already (a GTID start set need not be a prefix of the binlog: ``uuid:1-10:12-13`` from
+    ``uuid:11`` on means 12 and 13 must not come again; COM_BINLOG_DUMP_GTID would skip them,
+    the file/position dumps of the driver and the tasks do not). A GTID occurs once in the
+    binlog, so the set at the batch start serves every chunk of the batch."""
+    if mariadb or not offset.gtid:
+        return None
+    return GtidSet.parse(offset.gtid)
 
 
 class _GtidTracker:
@@ -313,6 +333,18 @@ class _Driver:
             return str(rows[0][0]) if rows and rows[0][0] is not None else None
         return mysql_set
 
+    def gtid_at_oldest(self, file: str) -> str | None:
+        """The GTID state at position 4 of *file*, the oldest binlog the server has: MariaDB's
+        BINLOG_GTID_POS there; MySQL's ``gtid_purged`` (the PREVIOUS_GTIDS of the oldest binlog:
+        every transaction before it)."""
+        if self.mariadb is None:
+            self.query("SELECT 1")
+        purged = None
+        if not self.mariadb:
+            rows = self.query("SELECT @@GLOBAL.gtid_purged")
+            purged = str(rows[0][0] or "") if rows else None
+        return self.gtid_at(file, 4, purged)
+
     def check_file(self, file: str) -> list[tuple[str, int]]:
         logs = self.binary_logs()
         if file not in {n for n, _ in logs}:
@@ -362,11 +394,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if not logs:
                 raise ConfigurationError(f"SHOW BINARY LOGS on {self.opts.describe()} lists no "
                                          f"file: is the binary log on?")
-            purged = None
-            if not d.mariadb:
-                rows = d.query("SELECT @@GLOBAL.gtid_purged")
-                purged = str(rows[0][0] or "") if rows else None
-            return BinlogOffset(logs[0][0], 4, d.gtid_at(logs[0][0], 4, purged)).to_dict()
+            return BinlogOffset(logs[0][0], 4, d.gtid_at_oldest(logs[0][0])).to_dict()
         if spec.kind == "file":
             d.check_file(spec.file)
             return BinlogOffset(spec.file, spec.pos, d.gtid_at(spec.file, spec.pos)).to_dict()
@@ -501,6 +529,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if last is None:
                 return
         gt = _GtidTracker(last.gtid, bool(d.mariadb))
+        skip = _mysql_skip_set(last, bool(d.mariadb))
         rows = sum(b.rows for b in d.boundaries)
         nbytes = sum(b.bytes for b in d.boundaries)
         count_rows = max_rows is not None
@@ -512,7 +541,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         complete = True
         try:
             for tx in client.transactions():
-                r = sum(len(ev.rows) for ev in tx.rows_events) if count_rows else 0
+                seen = skip is not None and bool(tx.gtid) and tx.gtid in skip
+                r = sum(len(ev.rows) for ev in tx.rows_events) if count_rows and not seen else 0
                 b = Boundary(tx.file, tx.end_pos, gt.advance(tx.gtid), r,
                              max(0, tx.end_pos - tx.pos), tx.timestamp)
                 d.boundaries.append(b)
@@ -550,7 +580,9 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not logs:
             return None
         log.warning("%s; continuing at %s:4 (failOnDataLoss=false)", msg, logs[0][0])
-        first = BinlogOffset(logs[0][0], 4, self.driver.gtid_at(logs[0][0], 4) if
+        # MySQL: the GTID set there is gtid_purged (gtid_at without it gave None, and every
+        # offset after the gap lost its GTID set)
+        first = BinlogOffset(logs[0][0], 4, self.driver.gtid_at_oldest(logs[0][0]) if
                              last.gtid is not None else None)
         # the gap itself becomes a boundary: the next offset jumps over the purged files
         self.driver.boundaries.append(Boundary(first.file, first.pos, first.gtid, 0, 0))
@@ -599,7 +631,9 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if len(chunks) <= max(MAX_CHUNKS, len(ranges)):
                 break
             target *= 2
-        return [BinlogChunk(i, f, a, b, to_end) for i, (f, a, b, to_end) in enumerate(chunks)]
+        skip = s.gtid if not d.mariadb and s.gtid else None
+        return [BinlogChunk(i, f, a, b, to_end, skip)
+                for i, (f, a, b, to_end) in enumerate(chunks)]
 
     def commit(self, end: dict) -> None:
         """Spark is done with everything up to *end*: forget boundaries up to there."""
@@ -624,6 +658,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         opts = self.opts
         client = replica_client(opts, (chunk.file, chunk.start),
                                 opts.server_id + 1 + chunk.index % MAX_CHUNKS)
+        skip = GtidSet.parse(chunk.skip_gtids) if chunk.skip_gtids else None
         reached = False
         try:
             try:
@@ -638,7 +673,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                            f"the binlog changed under the stream")
                         reached = True
                         break
-                    yield tx
+                    if skip is None or not tx.gtid or tx.gtid not in skip:
+                        yield tx
                     if tx.end_pos == chunk.end:
                         reached = True
                         break

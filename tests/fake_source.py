@@ -1,13 +1,33 @@
-"""A fake MySQL 8.4 source for tests: just enough of the protocol for the replica client.
+"""A fake MySQL 8.4 source for tests: just enough of the protocol for the replica client and
+the Spark source's driver.
 
 * :class:`EventBuilder` builds MySQL 8 binlog events byte by byte from the documented layouts
   (v4 header: timestamp 4, type 1, server_id 4, event_size 4, log_pos 4, flags 2; then the body;
-  then the CRC32 of all that, little-endian, computed with zlib).
+  then the CRC32 of all that, little-endian, computed with zlib): FORMAT_DESCRIPTION,
+  PREVIOUS_GTIDS, GTID, QUERY, TABLE_MAP, WRITE/UPDATE/DELETE_ROWS v2, XID, ROTATE.
+* :class:`BinlogFile` places events at their real file offsets (log_pos = end of the event);
+  a file that is not the last one ends with a real ROTATE to the next file.
 * :class:`FakeSource` listens on 127.0.0.1 (a free port) in a thread and speaks: handshake v10
   with mysql_native_password, COM_QUERY (OK for SET, result sets for the SHOW/SELECT queries
-  the client sends), COM_REGISTER_SLAVE, COM_BINLOG_DUMP_GTID and COM_BINLOG_DUMP; then it
-  serves the binlog: artificial ROTATE, FORMAT_DESCRIPTION, PREVIOUS_GTIDS and every transaction
-  whose GTID is not in the set the client sent, then EOF (non-blocking) or waits.
+  the client and the Spark driver send, error 1064 for what MySQL 8.4 no longer knows, e.g.
+  SHOW MASTER STATUS), COM_REGISTER_SLAVE, COM_BINLOG_DUMP_GTID and COM_BINLOG_DUMP. A dump is
+  served as MySQL 8.4's Binlog_sender does (sql/rpl_binlog_sender.cc):
+
+  - per file: an artificial ROTATE (timestamp 0, log_pos 0, LOG_EVENT_ARTIFICIAL_F) naming the
+    file and the start position, then the file's FORMAT_DESCRIPTION (log_pos and created
+    cleared when the dump skips the start of the file), then the events;
+  - COM_BINLOG_DUMP (file, pos): the events at or after pos (from 4: PREVIOUS_GTIDS and all),
+    then the following files; pos < 4, pos > file size, a pos inside an event or an unknown
+    file: ERR 1236;
+  - COM_BINLOG_DUMP_GTID (set): from the last file whose PREVIOUS_GTIDS the replica has, every
+    transaction whose GTID is not in the set;
+  - then EOF (BINLOG_DUMP_NON_BLOCK) or nothing (blocking: the fake waits).
+
+The binlog can change while the source runs (``src.binlog = ...`` or ``src.binlogs = [...]``): a
+new connection sees the new files (an active file that grew, a rotation).
+``SHOW BINARY LOG STATUS`` gives the last file's size and the executed GTID set (the first
+file's PREVIOUS_GTIDS plus every transaction in the files); ``@@gtid_purged`` defaults to the
+first file's PREVIOUS_GTIDS and ``@@gtid_executed`` to the executed set.
 
 Each connection can be scripted (``plans``): cut the connection after N events of the dump,
 answer the dump with an ERR packet, and so on. Everything the client sent is recorded.
@@ -27,9 +47,13 @@ from cdc.gtid import GtidSet
 
 # --- binlog events ---------------------------------------------------------------------------
 
-FDE, ROTATE, QUERY, XID, TABLE_MAP, WRITE_ROWS_V2, GTID, PREVIOUS_GTIDS = 15, 4, 2, 16, 19, 30, \
-    33, 35
+FDE, ROTATE, QUERY, XID, TABLE_MAP, GTID, PREVIOUS_GTIDS = 15, 4, 2, 16, 19, 33, 35
+WRITE_ROWS_V2, UPDATE_ROWS_V2, DELETE_ROWS_V2 = 30, 31, 32
+COM_BINLOG_DUMP, COM_BINLOG_DUMP_GTID = 0x12, 0x1E
 LOG_EVENT_ARTIFICIAL_F = 0x20
+LOG_EVENT_BINLOG_IN_USE_F = 0x1
+STMT_END_F = 0x1
+ROWS_EVENTS = {"c": WRITE_ROWS_V2, "u": UPDATE_ROWS_V2, "d": DELETE_ROWS_V2}
 
 # MySQL 8.4 FORMAT_DESCRIPTION post-header lengths, one byte per event type 1..42
 # (libs/mysql/binlog/event/control_events.cpp, server_event_header_length[] for binlog v4):
@@ -186,26 +210,57 @@ class EventBuilder:
                 + nullable + optional)
         return self.ev(TABLE_MAP, body)
 
+    @staticmethod
+    def _image(row: tuple[int, str | None]) -> bytes:
+        # NULL bitmap (1 byte: bit 1 = name), then the non-NULL values (INT: 4 bytes LE;
+        # VARCHAR(160 bytes max): 1-byte length + bytes)
+        id_, name = row
+        out = bytearray((0b10 if name is None else 0,))
+        out += struct.pack("<i", id_)
+        if name is not None:
+            raw = name.encode("utf-8")
+            out += bytes((len(raw),)) + raw
+        return bytes(out)
+
+    def rows_event(self, op: str, t: Table, rows, *, stmt_end: bool = True) -> bytes:
+        """A v2 rows event: ``op`` c (rows: images), u (rows: (before, after) pairs) or d.
+
+        table_id 6 | flags 2 (STMT_END_F on a statement's last rows event) | extra-data length 2
+        (2: none) | column count lenenc | columns-present bitmap (update: before and after) |
+        rows: one image each (update: the before image, then the after image)"""
+        if op == "u":
+            data = b"".join(self._image(before) + self._image(after) for before, after in rows)
+        else:
+            data = b"".join(self._image(r) for r in rows)
+        bitmaps = b"\x03\x03" if op == "u" else b"\x03"
+        body = (t.table_id.to_bytes(6, "little")
+                + struct.pack("<HH", STMT_END_F if stmt_end else 0, 2) + lenenc(2) + bitmaps
+                + data)
+        return self.ev(ROWS_EVENTS[op], body)
+
     def write_rows(self, t: Table, rows: list[tuple[int, str | None]]) -> bytes:
-        # table_id 6 | flags 2 (STMT_END_F) | extra-data length 2 (2: none) | column count
-        # lenenc | columns-present bitmap | rows: NULL bitmap, then the non-NULL values
-        # (INT: 4 bytes LE; VARCHAR(160 bytes max): 1-byte length + bytes)
-        data = bytearray()
-        for id_, name in rows:
-            data.append(0b10 if name is None else 0)
-            data += struct.pack("<i", id_)
-            if name is not None:
-                raw = name.encode("utf-8")
-                data += bytes((len(raw),)) + raw
-        body = (t.table_id.to_bytes(6, "little") + struct.pack("<HH", 1, 2) + lenenc(2)
-                + b"\x03" + bytes(data))
-        return self.ev(WRITE_ROWS_V2, body)
+        return self.rows_event("c", t, rows)
+
+    def update_rows(self, t: Table, pairs: list[tuple[tuple, tuple]]) -> bytes:
+        return self.rows_event("u", t, pairs)
+
+    def delete_rows(self, t: Table, rows: list[tuple[int, str | None]]) -> bytes:
+        return self.rows_event("d", t, rows)
 
     def xid(self, xid: int) -> bytes:
         return self.ev(XID, struct.pack("<Q", xid))
 
     def transaction(self, gno: int, t: Table, rows, xid: int) -> list[bytes]:
-        rest = [self.query("BEGIN"), self.table_map(t), self.write_rows(t, rows), self.xid(xid)]
+        """One INSERT of *rows* into *t*: GTID, BEGIN, TABLE_MAP, WRITE_ROWS, XID."""
+        return self.transaction_of(gno, [("c", t, rows)], xid)
+
+    def transaction_of(self, gno: int, statements, xid: int) -> list[bytes]:
+        """GTID, BEGIN, per statement ``(op, table, rows)`` a TABLE_MAP and its rows event
+        (STMT_END_F), XID; the GTID event carries the transaction's length."""
+        rest = [self.query("BEGIN")]
+        for op, t, rows in statements:
+            rest += [self.table_map(t), self.rows_event(op, t, rows)]
+        rest.append(self.xid(xid))
         n = sum(map(len, rest))
         length = n + len(self.gtid(gno, 0))
         while length != n + len(self.gtid(gno, length)):  # lenenc may grow the GTID event
@@ -220,15 +275,85 @@ class BinlogFile:
     name: str
     header: list[bytes]                        # FDE, PREVIOUS_GTIDS
     transactions: list[tuple[str, list[bytes]]]  # (gtid text, events)
+    footer: list[bytes] = field(default_factory=list)   # the ROTATE to the next file, if any
 
     @classmethod
-    def build(cls, name: str, header: list[bytes], transactions: list[tuple[str, list[bytes]]]):
-        flat = header + [e for _, evs in transactions for e in evs]
+    def build(cls, name: str, header: list[bytes], transactions: list[tuple[str, list[bytes]]],
+              *, rotate_to: str | None = None, builder: "EventBuilder | None" = None):
+        """Place the events; *rotate_to* closes the file with a real ROTATE to that file."""
+        footer = [] if rotate_to is None else \
+            [(builder or EventBuilder()).rotate(rotate_to, 4, artificial=False)]
+        flat = header + [e for _, evs in transactions for e in evs] + footer
         placed = place(flat)
         it = iter(placed)
         hdr = [next(it) for _ in header]
         txs = [(g, [next(it) for _ in evs]) for g, evs in transactions]
-        return cls(name, hdr, txs)
+        return cls(name, hdr, txs, [next(it) for _ in footer])
+
+    def events(self) -> list[tuple[int, bytes, str | None]]:
+        """(offset in the file, event, GTID of its transaction or None), in file order."""
+        out, pos = [], 4
+        for gtid, ev in ([(None, e) for e in self.header]
+                         + [(g, e) for g, evs in self.transactions for e in evs]
+                         + [(None, e) for e in self.footer]):
+            out.append((pos, ev, gtid))
+            pos += len(ev)
+        return out
+
+    @property
+    def size(self) -> int:
+        return 4 + sum(len(ev) for _, ev, _ in self.events())
+
+    @property
+    def previous_gtids(self) -> GtidSet:
+        for ev in self.header:
+            if ev[4] == PREVIOUS_GTIDS:
+                return GtidSet.from_bytes(ev, 19)[0]
+        return GtidSet()
+
+    @property
+    def gtids(self) -> GtidSet:
+        """The GTIDs of the transactions in this file."""
+        return GtidSet.from_gtids([g for g, _ in self.transactions if g])
+
+    def end_of(self, gtid: str) -> int:
+        """The offset right after the transaction *gtid* (its XID's log_pos)."""
+        for g, evs in self.transactions:
+            if g == gtid:
+                return struct.unpack_from("<I", evs[-1], 13)[0]
+        raise KeyError(gtid)
+
+
+def parse_dump(pkt: bytes) -> dict:
+    """A COM_BINLOG_DUMP or COM_BINLOG_DUMP_GTID payload (command byte first): flags, server_id,
+    file, pos and (GTID dump) gtids."""
+    if pkt[0] == COM_BINLOG_DUMP_GTID:
+        # flags 2 | server_id 4 | name length 4 | name | pos 8 | data size 4 | GTID set
+        flags, server_id, name_len = struct.unpack_from("<HII", pkt, 1)
+        p = 11 + name_len
+        pos, _size = struct.unpack_from("<QI", pkt, p)
+        return {"flags": flags, "server_id": server_id, "file": pkt[11:p].decode(), "pos": pos,
+                "gtids": GtidSet.from_bytes(pkt, p + 12)[0]}
+    # COM_BINLOG_DUMP: pos 4 | flags 2 | server_id 4 | file name
+    pos, flags, server_id = struct.unpack_from("<IHI", pkt, 1)
+    return {"flags": flags, "server_id": server_id, "file": pkt[11:].decode(), "pos": pos,
+            "gtids": None}
+
+
+def mysql_gtid_text(gtids: GtidSet) -> str:
+    """A GTID set as MySQL shows it (SHOW BINARY LOG STATUS, @@gtid_executed): one UUID a line,
+    ``uuid:1-5,\nuuid2:1-3``."""
+    return str(gtids).replace(",", ",\n")
+
+
+def cleared_fde(ev: bytes) -> bytes:
+    """The FORMAT_DESCRIPTION as sent when the dump skips the start of the file: log_pos 0,
+    created 0, LOG_EVENT_BINLOG_IN_USE_F cleared, CRC recomputed."""
+    raw = bytearray(ev[:-4])
+    raw[13:17] = b"\0\0\0\0"
+    raw[17] &= ~LOG_EVENT_BINLOG_IN_USE_F & 0xFF
+    raw[19 + 2 + 50:19 + 2 + 50 + 4] = b"\0\0\0\0"
+    return with_crc(bytes(raw))
 
 
 # --- the server ---------------------------------------------------------------------------------
@@ -265,14 +390,17 @@ class FakeSource:
     CAPS = (0x1 | 0x2 | 0x4 | 0x8 | 0x200 | 0x2000 | 0x8000 | 0x10000 | 0x20000 | 0x80000
             | 0x100000 | 0x200000)
 
-    def __init__(self, binlog: BinlogFile, *, user: str = "cdc", password: str = "s3cret",
-                 version: str = "8.4.0", variables: dict | None = None,
-                 plans: list[Plan] | None = None, grants: list[str] | None = None):
-        self.binlog = binlog
+    def __init__(self, binlog: BinlogFile | list[BinlogFile], *, user: str = "cdc",
+                 password: str = "s3cret", version: str = "8.4.0",
+                 variables: dict | None = None, plans: list[Plan] | None = None,
+                 grants: list[str] | None = None):
+        self.binlogs: list[BinlogFile] = list(binlog) if isinstance(binlog, (list, tuple)) \
+            else [binlog]
         self.user, self.password, self.version = user, password, version
+        # gtid_purged / gtid_executed follow the binlog unless given here
         self.variables = {"log_bin": "ON", "binlog_format": "ROW", "binlog_row_image": "FULL",
                           "binlog_checksum": "CRC32", "server_id": "1", "gtid_mode": "ON",
-                          "gtid_purged": "", "version": version}
+                          "version": version}
         self.variables.update(variables or {})
         self.grants = grants or ["GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `cdc`@`%`"]
         self.plans = list(plans or [])
@@ -281,11 +409,37 @@ class FakeSource:
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind(("127.0.0.1", 0))
-        self._listener.listen(8)
+        self._listener.listen(64)
         self.port = self._listener.getsockname()[1]
         self._stop = threading.Event()
         self._socks: list[socket.socket] = []
         self._thread = threading.Thread(target=self._accept_loop, daemon=True, name="fake-source")
+
+    @property
+    def binlog(self) -> BinlogFile:
+        """The active (last) binlog file."""
+        return self.binlogs[-1]
+
+    @binlog.setter
+    def binlog(self, binlog: BinlogFile) -> None:
+        """Serve this one file from now on (e.g. the same file with more transactions)."""
+        self.binlogs = [binlog]
+
+    @property
+    def executed(self) -> GtidSet:
+        """``gtid_executed``: the first file's PREVIOUS_GTIDS and every transaction since."""
+        files = self.binlogs
+        return files[0].previous_gtids.union(*(f.gtids for f in files)) if files else GtidSet()
+
+    def variable(self, name: str):
+        name = name.lower()
+        if name in self.variables:
+            return self.variables[name]
+        if name == "gtid_purged":
+            return mysql_gtid_text(self.binlogs[0].previous_gtids if self.binlogs else GtidSet())
+        if name == "gtid_executed":
+            return mysql_gtid_text(self.executed)
+        return None
 
     def __enter__(self):
         self._thread.start()
@@ -419,7 +573,7 @@ class FakeSource:
             elif cmd == 0x15:
                 self.got.register.append(pkt)
                 self._send(sock, 1, self.ok())
-            elif cmd in (0x12, 0x1E):
+            elif cmd in (COM_BINLOG_DUMP, COM_BINLOG_DUMP_GTID):
                 self.got.dumps.append(pkt)
                 self._dump(sock, pkt, plan)
                 return
@@ -428,53 +582,100 @@ class FakeSource:
 
     def _query(self, sock, sql: str) -> None:
         self.got.queries.append(sql)
-        up = sql.strip().upper()
-        v = self.variables
+        up = " ".join(sql.strip().rstrip(";").upper().split())
+        files = list(self.binlogs)
         if up.startswith("SET "):
             self._send(sock, 1, self.ok())
         elif up.startswith("SHOW GLOBAL VARIABLES"):
             wanted = [w.lower() for w in re.findall(r"'([^']+)'", sql)]
             self._result(sock, ["Variable_name", "Value"],
-                         [(k, v[k]) for k in wanted if k in v])
+                         [(k, self.variable(k)) for k in wanted if self.variable(k) is not None])
         elif up.startswith("SELECT @@"):
             names = [n.strip().split(".")[-1].lstrip("@") for n in sql.strip()[7:].split(",")]
-            self._result(sock, [f"@@{n}" for n in names], [tuple(v.get(n.lower()) for n in names)])
+            self._result(sock, [f"@@{n}" for n in names], [tuple(self.variable(n) for n in names)])
+        elif up == "SELECT 1":
+            self._result(sock, ["1"], [(1,)])
+        elif up == "SELECT VERSION()":
+            self._result(sock, ["VERSION()"], [(self.version,)])
         elif up == "SELECT CURRENT_USER()":
             self._result(sock, ["CURRENT_USER()"], [(f"{self.user}@%",)])
         elif up == "SHOW GRANTS":
             self._result(sock, [f"Grants for {self.user}@%"], [(g,) for g in self.grants])
         elif up == "SHOW REPLICAS":
             self._result(sock, ["Server_Id", "Host", "Port", "Source_Id", "Replica_UUID"], [])
-        elif up == "SHOW BINARY LOGS":
-            size = 4 + sum(map(len, self.binlog.header)) + sum(
-                len(e) for _, evs in self.binlog.transactions for e in evs)
+        elif up in ("SHOW BINARY LOGS", "SHOW MASTER LOGS"):
             self._result(sock, ["Log_name", "File_size", "Encrypted"],
-                         [(self.binlog.name, size, "No")])
+                         [(f.name, f.size, "No") for f in files])
         elif up == "SHOW BINARY LOG STATUS":
-            size = 4 + sum(map(len, self.binlog.header)) + sum(
-                len(e) for _, evs in self.binlog.transactions for e in evs)
+            last = files[-1]
             self._result(sock, ["File", "Position", "Binlog_Do_DB", "Binlog_Ignore_DB",
-                                "Executed_Gtid_Set"], [(self.binlog.name, size, "", "", "")])
+                                "Executed_Gtid_Set"],
+                         [(last.name, last.size, "", "", mysql_gtid_text(self.executed))])
+        elif up == "SHOW MASTER STATUS":   # removed in MySQL 8.4: a syntax error there
+            self._send(sock, 1, self.err(
+                1064, "You have an error in your SQL syntax; check the manual that corresponds "
+                      "to your MySQL server version for the right syntax to use near "
+                      "'MASTER STATUS' at line 1", "42000"))
         else:
             self._send(sock, 1, self.err(1064, f"fake source does not know: {sql}", "42000"))
 
+    def _dump_stream(self, pkt: bytes) -> tuple[int, list[bytes] | bytes]:
+        """(flags, the events to send) for a dump command, or (flags, an ERR payload)."""
+        files = list(self.binlogs)   # what the binlog is now
+        b = EventBuilder()
+        dump = parse_dump(pkt)
+        flags, name, pos = dump["flags"], dump["file"], dump["pos"]
+        if pkt[0] == COM_BINLOG_DUMP_GTID:
+            have = dump["gtids"]
+            # the last file whose PREVIOUS_GTIDS the replica has (find_first_log_not_in_gtid_set)
+            first = len(files) - 1
+            while first > 0 and not files[first].previous_gtids.issubset(have):
+                first -= 1
+            stream: list[bytes] = []
+            for f in files[first:]:
+                skip_start = bool(f.transactions) and f.transactions[0][0] in have
+                stream.append(b.rotate(f.name, 4))
+                for _, ev, gtid in f.events():
+                    if ev[4] == FDE:
+                        stream.append(cleared_fde(ev) if skip_start else ev)
+                    elif gtid is None or gtid not in have:
+                        stream.append(ev)
+            return flags, stream
+        names = [f.name for f in files]
+        if name not in names:
+            return flags, self.err(1236, "Could not find first log file name in binary log "
+                                         "index file")
+        i = names.index(name)
+        if pos < 4:
+            return flags, self.err(1236, "Client requested source to start replication from "
+                                         "position < 4.")
+        if pos > files[i].size:
+            return flags, self.err(1236, "Client requested source to start replication from "
+                                         "position > file size")
+        starts = {off for off, _, _ in files[i].events()} | {files[i].size}
+        if pos not in starts:   # MySQL reads garbage there and gives up
+            return flags, self.err(1236, f"bogus data in log event; the first event '{name}' at "
+                                         f"{pos}, the last event read from '{name}' at 4, the "
+                                         f"last byte read from '{name}' at {pos}.")
+        stream = []
+        for f in files[i:]:
+            start = pos if f.name == name else 4
+            stream.append(b.rotate(f.name, start))
+            for off, ev, _ in f.events():
+                if ev[4] == FDE:
+                    stream.append(cleared_fde(ev) if start > 4 else ev)
+                elif off >= start:
+                    stream.append(ev)
+        return flags, stream
+
     def _dump(self, sock, pkt: bytes, plan: Plan) -> None:
-        if pkt[0] == 0x1E:
-            flags, server_id, name_len = struct.unpack_from("<HII", pkt, 1)
-            p = 11 + name_len
-            _pos, size = struct.unpack_from("<QI", pkt, p)
-            have, _ = GtidSet.from_bytes(pkt, p + 12)
-        else:
-            flags = struct.unpack_from("<H", pkt, 5)[0]
-            have = GtidSet()
+        flags, stream = self._dump_stream(pkt)
+        if isinstance(stream, bytes):
+            self._send(sock, 1, stream)
+            return
         if plan.dump_error:
             self._send(sock, 1, self.err(*plan.dump_error))
             return
-        b = EventBuilder()
-        stream = [b.rotate(self.binlog.name, 4)] + self.binlog.header
-        for gtid, evs in self.binlog.transactions:
-            if gtid not in have:
-                stream += evs
         seq = 1
         for i, ev in enumerate(stream):
             if plan.cut_after_events is not None and i >= plan.cut_after_events:

@@ -345,3 +345,355 @@ def test_missing_start_file_fails_as_data_loss(spark, mariadb, db, tmp_path):
     assert "BinlogPurgedError" in text
     assert "mysql-bin.000000" in text and "purged" in text
     assert mariadb.cdc_params()["password"] not in text
+
+
+# ===================================================================================================
+# The MySQL 8.4 path (GTID-set offsets, COM_BINLOG_DUMP(_GTID), SHOW BINARY LOG STATUS, rows v2,
+# the MySQL FORMAT_DESCRIPTION) end to end through Spark, against the fake MySQL 8.4 source of
+# tests/fake_source.py: no MySQL server is needed, the events are built byte by byte from the spec.
+# ===================================================================================================
+
+from cdc.gtid import GtidSet  # noqa: E402
+
+from fake_source import (COM_BINLOG_DUMP, COM_BINLOG_DUMP_GTID, BinlogFile,  # noqa: E402
+                         EventBuilder, FakeSource, Table, parse_dump)
+
+MY = EventBuilder()                 # server_id 1, uuid 3e11fa47-71ca-11e1-9e33-c80aa9429562
+MY_UUID = MY.uuid
+ITEMS = Table(91, "shop", "items")
+ORDERS = Table(92, "crm", "orders")
+MY_TS_MS = MY.timestamp * 1000
+
+
+def my_statements(g: int) -> list:
+    """The statements of transaction MY_UUID:g, as ``(op, table, rows)`` (update rows are
+    ``(before, after)`` pairs): multi-row inserts, updates and deletes, one or two tables."""
+    k = g % 4
+    if k == 0:      # a 3-row insert
+        return [("c", ITEMS, [(g * 10 + i, f"item {g}.{i}") for i in range(3)])]
+    if k == 1:      # two statements on two tables (NULL and non-ASCII values)
+        return [("c", ORDERS, [(g, "ü-order ✓" if g % 3 else None)]),
+                ("u", ITEMS, [((g * 10 - 10, f"item {g - 1}.0"), (g * 10 - 10, "sold"))])]
+    if k == 2:      # a 2-row update
+        return [("u", ORDERS, [((g - 1, None), (g - 1, "paid")),
+                               ((g + 500, "a"), (g + 500, None))])]
+    return [("d", ITEMS, [((g - 3) * 10 + 1, f"item {g - 3}.1"), ((g - 3) * 10 + 2, None)])]
+
+
+def my_file(name: str, first: int, last: int, *, rotate_to: str | None = None,
+            previous: str = "") -> BinlogFile:
+    """A binlog file with transactions MY_UUID:first..last (PREVIOUS_GTIDS: 1..first-1 and
+    *previous*)."""
+    prev = str(GtidSet.parse(previous).union(f"{MY_UUID}:1-{first - 1}" if first > 1 else ""))
+    txs = [(f"{MY_UUID}:{g}", MY.transaction_of(g, my_statements(g), 1000 + g))
+           for g in range(first, last + 1)]
+    return BinlogFile.build(name, [MY.fde(), MY.previous_gtids(prev)], txs, rotate_to=rotate_to)
+
+
+def my_expected(files: list[BinlogFile], gnos) -> list[tuple]:
+    """The row changes of transactions *gnos* in binlog order, as :func:`my_actual` gives them:
+    (op, db, table, before, after, key, gtid, file, tx start, row index, xid, ts_ms)."""
+    image = (lambda r: None if r is None else {"id": r[0], "name": r[1]})
+    out = []
+    for f in files:
+        starts = {}
+        for off, _, gtid in f.events():
+            starts.setdefault(gtid, off)
+        for gtid, _ in f.transactions:
+            g = int(gtid.rsplit(":", 1)[1])
+            if g not in gnos:
+                continue
+            row = 0
+            for op, t, rows in my_statements(g):
+                for r in rows:
+                    before, after = {"c": (None, r), "u": r, "d": (r, None)}[op]
+                    key = {"id": (after or before)[0]}
+                    out.append((op, t.schema, t.name, image(before), image(after), key, gtid,
+                                f.name, starts[gtid], row, 1000 + g, MY_TS_MS))
+                    row += 1
+    return out
+
+
+def my_actual(rows) -> list[tuple]:
+    """Spark rows in ``seq`` order as the tuples of :func:`my_expected`."""
+    load = (lambda text: None if text is None else json.loads(text))
+    return [(r.op, r.db, r.table, load(r.before), load(r.after), load(r.key), r.source.gtid,
+             r.source.file, r.source.pos, r.source.row, r.source.xid, r.ts_ms)
+            for r in sorted(rows, key=lambda r: r.seq)]
+
+
+def my_options(src: FakeSource, start: str, **extra) -> dict:
+    opts = {"host": "127.0.0.1", "port": str(src.port), "user": src.user,
+            "password": src.password, "serverId": "7000", "startingPosition": start,
+            "maxEventsPerTrigger": "9"}
+    opts.update({k: str(v) for k, v in extra.items()})
+    return opts
+
+
+def checkpoint_offsets(ckpt: Path) -> dict[int, dict]:
+    """Batch id -> the source's JSON offset in ``<checkpoint>/offsets/<id>``."""
+    return {int(p.name): json.loads(p.read_text().splitlines()[-1])
+            for p in (ckpt / "offsets").iterdir() if p.name.isdigit()}
+
+
+def dump_starts(src: FakeSource) -> list[tuple[str, int]]:
+    """(file, pos) of every COM_BINLOG_DUMP the fake was sent."""
+    return [(parse_dump(d)["file"], parse_dump(d)["pos"]) for d in src.got.dumps
+            if d[0] == COM_BINLOG_DUMP]
+
+
+def boundary_gnos(files: list[BinlogFile]) -> dict[tuple[str, int], int]:
+    """(file, end of a transaction) -> its gno."""
+    return {(f.name, f.end_of(g)): int(g.rsplit(":", 1)[1]) for f in files
+            for g, _ in f.transactions}
+
+
+def run_available_now_batches(spark, options: dict, checkpoint: Path, timeout: float = 240):
+    """Run the stream with availableNow into foreachBatch (a sink that recovers from any
+    checkpoint); return (query, {batch id: its rows})."""
+    batches: dict[int, list] = {}
+
+    def collect(df, batch_id):
+        batches[batch_id] = df.collect()   # a replayed batch id overwrites: idempotent
+
+    q = (stream(spark, options).writeStream.foreachBatch(collect)
+         .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    assert q.awaitTermination(timeout), f"availableNow query did not stop in {timeout} s"
+    if q.exception() is not None:
+        raise AssertionError(f"query failed: {q.exception()}")
+    return q, batches
+
+
+def drop_batches(ckpt: Path, *, offsets_after: int, commits_from: int) -> None:
+    """Forget batches as a crash would have: offset logs after *offsets_after* and commits from
+    *commits_from* on (with the checksum files Hadoop keeps beside them)."""
+    for log, first in (("offsets", offsets_after + 1), ("commits", commits_from)):
+        for p in (ckpt / log).iterdir():
+            if p.name.isdigit() and int(p.name) >= first:
+                p.unlink()
+                (ckpt / log / f".{p.name}.crc").unlink(missing_ok=True)
+
+
+def assert_batches_within(q, limit: int) -> list[int]:
+    """Each micro-batch holds at most *limit* changes (the fake's transactions are all smaller);
+    returns the batch sizes."""
+    sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+    assert sizes and max(sizes) <= limit, sizes
+    return sizes
+
+
+def test_mysql84_fake_answers_the_driver_and_dumps_from_a_position_as_mysql_does():
+    """What the Spark tests rely on, checked without Spark: the fake answers the driver's
+    queries as MySQL 8.4 does, and a COM_BINLOG_DUMP from a mid-file position gets the
+    artificial ROTATE (with that position), the FORMAT_DESCRIPTION with log_pos and created
+    cleared, then the events from the position on (not PREVIOUS_GTIDS)."""
+    import pymysql
+    import zlib
+
+    from cdc.protocol import binlog_dump
+    from fake_source import FDE, GTID, PREVIOUS_GTIDS, ROTATE
+
+    f1 = my_file("binlog.000001", 1, 6, rotate_to="binlog.000002")
+    f2 = my_file("binlog.000002", 7, 9)
+    with FakeSource([f1, f2]) as src:
+        conn = pymysql.connect(host="127.0.0.1", port=src.port, user=src.user,
+                               password=src.password)
+        try:
+            with conn.cursor() as cur:
+                with pytest.raises(pymysql.err.ProgrammingError) as e:
+                    cur.execute("SHOW MASTER STATUS")         # gone in 8.4
+                assert e.value.args[0] == 1064
+                cur.execute("SHOW BINARY LOG STATUS")
+                assert cur.fetchall() == (("binlog.000002", str(f2.size), "", "",
+                                           f"{MY_UUID}:1-9"),)
+                cur.execute("SHOW BINARY LOGS")
+                assert cur.fetchall() == (("binlog.000001", str(f1.size), "No"),
+                                          ("binlog.000002", str(f2.size), "No"))
+                cur.execute("SELECT @@GLOBAL.gtid_purged")
+                assert cur.fetchall() == (("",),)
+                cur.execute("SELECT VERSION()")
+                assert cur.fetchall() == (("8.4.0",),)
+        finally:
+            conn.close()
+
+        mid = f1.end_of(f"{MY_UUID}:3")
+        _, sent = src._dump_stream(binlog_dump("binlog.000001", mid, 7000, flags=1))
+        assert [ev[4] for ev in sent[:3]] == [ROTATE, FDE, GTID]    # no PREVIOUS_GTIDS
+        assert sent[0][19:27] == mid.to_bytes(8, "little") and sent[0][27:-4] == b"binlog.000001"
+        assert int.from_bytes(sent[1][13:17], "little") == 0            # FDE log_pos cleared
+        assert zlib.crc32(sent[1][:-4]) == int.from_bytes(sent[1][-4:], "little")
+        # then the rest of binlog.000001 (its ROTATE), and binlog.000002 from its start
+        rest = [ev for off, ev, _ in f1.events() if off >= mid]
+        assert sent[2:2 + len(rest)] == rest
+        after = sent[2 + len(rest):]
+        assert [ev[4] for ev in after[:3]] == [ROTATE, FDE, PREVIOUS_GTIDS]
+        assert after[1] == f2.header[0]                       # from position 4: as written
+        # positions MySQL refuses: inside an event, past the end, an unknown file
+        for name, pos in (("binlog.000001", mid + 1), ("binlog.000002", f2.size + 1),
+                          ("binlog.000009", 4)):
+            _, err = src._dump_stream(binlog_dump(name, pos, 7000, flags=1))
+            assert err[:3] == b"\xff\xd4\x04"                   # ERR 1236
+
+
+def test_mysql84_fake_earliest_gtid_offsets_restart_rotation_and_replay(spark, tmp_path):
+    ckpt, out = tmp_path / "ckpt", tmp_path / "out"
+    f30 = my_file("binlog.000001", 1, 30)
+
+    # 1. from the earliest binlog: every change once, in several micro-batches
+    with FakeSource(f30) as src:
+        q, rows = run_available_now(spark, my_options(src, "earliest"), out, ckpt)
+        queries = list(src.got.queries)
+        dumps = dump_starts(src)
+    assert my_actual(rows) == my_expected([f30], range(1, 31))
+    assert len({r.seq for r in rows}) == len(rows)     # nothing twice
+    sizes = assert_batches_within(q, 9)
+    assert len(sizes) >= 5 and sum(sizes) == len(rows)
+    # MySQL 8.4: SHOW MASTER STATUS is a syntax error there, SHOW BINARY LOG STATUS answers
+    assert "SHOW MASTER STATUS" in queries and "SHOW BINARY LOG STATUS" in queries
+    assert "SELECT @@GLOBAL.gtid_purged" in queries
+    offsets = checkpoint_offsets(ckpt)
+    assert sorted(offsets) == list(range(len(sizes)))
+    # each batch's task read from the batch's start, mid-file (COM_BINLOG_DUMP at file, pos)
+    assert {("binlog.000001", 4)} | {(offsets[i]["file"], offsets[i]["pos"])
+                                     for i in sorted(offsets)[:-1]} <= set(dumps)
+    # the committed offsets: transaction boundaries carrying the MySQL GTID set up to there
+    ends = boundary_gnos([f30])
+    gnos = [ends[(o["file"], o["pos"])] for o in (offsets[i] for i in sorted(offsets))]
+    assert gnos == sorted(set(gnos)) and gnos[-1] == 30
+    for i, g in zip(sorted(offsets), gnos):
+        assert offsets[i]["gtid"] == f"{MY_UUID}:1-{g}"
+    end = BinlogOffset.from_dict(json.loads(q.lastProgress["sources"][0]["endOffset"]))
+    assert end == BinlogOffset("binlog.000001", f30.size, f"{MY_UUID}:1-30")
+    lag = json.loads(q.lastProgress["sources"][0]["latestOffset"])
+    assert lag["behindBytes"] == 0 and lag["lagSeconds"] == 0
+
+    # 2. the query again on the same checkpoint, against the source now on another port with
+    # six more transactions in the same (active) file: only those
+    n_batches = len(offsets)
+    f36 = my_file("binlog.000001", 1, 36)
+    with FakeSource(f36) as src2:
+        q2, rows2 = run_available_now(spark, my_options(src2, "earliest"), out, ckpt)
+        # the stream resumed at the checkpoint's offset: nothing was read from an earlier place
+        assert min(p for _, p in dump_starts(src2)) == f30.size
+        assert my_actual(rows2) == my_expected([f36], range(31, 37))
+        offsets = checkpoint_offsets(ckpt)
+        assert offsets[max(offsets)] == {"file": "binlog.000001", "pos": f36.size,
+                                         "gtid": f"{MY_UUID}:1-36"}
+        assert_batches_within(q2, 9)
+
+        # 3. the server rotates (a real ROTATE closes binlog.000001) and commits 9 more in
+        # binlog.000002: only those, across the rotation; the offset moves to the new file
+        n_batches = len(offsets)
+        f1 = my_file("binlog.000001", 1, 36, rotate_to="binlog.000002")
+        f2 = my_file("binlog.000002", 37, 45)
+        src2.binlogs = [f1, f2]
+        q3, rows3 = run_available_now(spark, my_options(src2, "earliest"), out, ckpt)
+        assert my_actual(rows3) == my_expected([f1, f2], range(37, 46))
+        assert {r.source.file for r in rows3} == {"binlog.000002"}
+        offsets = checkpoint_offsets(ckpt)
+        new = [offsets[i] for i in sorted(offsets) if i >= n_batches]
+        ends = boundary_gnos([f1, f2])
+        gnos = [ends[(o["file"], o["pos"])] for o in new]
+        assert gnos == sorted(set(gnos)) and gnos[-1] == 45 and len(new) >= 2
+        assert [o["gtid"] for o in new] == [f"{MY_UUID}:1-{g}" for g in gnos]
+        assert new[0]["file"] == "binlog.000002"   # the first batch spans the rotation
+
+        # 4. a crash after the first batch of step 3 was planned but before it was committed:
+        # Spark replays it from the logged offsets (planned from the file list alone: a chunk
+        # per file, binlog.000001 from the old offset to its end, binlog.000002 from 4), then
+        # plans the rest again. Into a fresh sink: exactly the changes of step 3 again.
+        drop_batches(ckpt, offsets_after=n_batches, commits_from=n_batches)
+        q4, batches = run_available_now_batches(spark, my_options(src2, "earliest"), ckpt)
+        assert min(batches) == n_batches        # the replayed batch, then new ones
+        assert my_actual([r for b in batches.values() for r in b]) == \
+            my_expected([f1, f2], range(37, 46))
+        assert checkpoint_offsets(ckpt)[n_batches] == new[0]   # the replay kept its end
+
+
+@pytest.mark.parametrize("start, gnos", [
+    (f"{MY_UUID}:1-10", list(range(11, 31))),
+    # not a prefix of the binlog: 12 and 13 are in the set, the first transaction missing is 11
+    (f"{MY_UUID}:1-10:12-13,a1b2c3d4-0000-1111-2222-333344445555:1-7",
+     [11] + list(range(14, 31))),
+])
+def test_mysql84_fake_gtid_set_start(spark, tmp_path, start, gnos):
+    f30 = my_file("binlog.000001", 1, 30)
+    ckpt = tmp_path / "ckpt"
+    with FakeSource(f30) as src:
+        # three tasks a batch: chunks start at transaction boundaries inside the batch
+        q, rows = run_available_now(
+            spark, my_options(src, json.dumps({"gtid": start}), minPartitions=3),
+            tmp_path / "out", ckpt)
+        gtid_dumps = [parse_dump(d) for d in src.got.dumps if d[0] == COM_BINLOG_DUMP_GTID]
+    # exactly the transactions not in the set, each once
+    assert my_actual(rows) == my_expected([f30], set(gnos))
+    assert len({r.seq for r in rows}) == len(rows)
+    assert_batches_within(q, 9)
+    # the start was found with COM_BINLOG_DUMP_GTID (the set, byte for byte)
+    assert gtid_dumps and gtid_dumps[0]["gtids"] == GtidSet.parse(start)
+    # offsets: the start set plus every transaction up to the boundary
+    offsets = checkpoint_offsets(ckpt)
+    ends = boundary_gnos([f30])
+    for o in (offsets[i] for i in sorted(offsets)):
+        upto = ends[(o["file"], o["pos"])]
+        assert GtidSet.parse(o["gtid"]) == GtidSet.parse(start).union(
+            GtidSet.parse(f"{MY_UUID}:11-{upto}"))
+    assert GtidSet.parse(offsets[max(offsets)]["gtid"]) == GtidSet.parse(start).union(
+        f"{MY_UUID}:1-30")
+
+
+def test_mysql84_fake_latest_start_takes_the_executed_gtid_set(spark, tmp_path):
+    ckpt, out = tmp_path / "ckpt", tmp_path / "out"
+    other = "a1b2c3d4-0000-1111-2222-333344445555:1-7"   # from an earlier primary
+    f20 = my_file("binlog.000001", 1, 20, previous=other)
+    with FakeSource(f20) as src:
+        opts = my_options(src, "latest")
+        q, rows = run_available_now(spark, opts, out, ckpt)
+        assert rows == []
+        # then 8 more transactions: those only, the offsets continuing SHOW BINARY LOG STATUS's
+        # Executed_Gtid_Set (two UUIDs, one a line as MySQL shows it)
+        f28 = my_file("binlog.000001", 1, 28, previous=other)
+        src.binlog = f28
+        q2, rows2 = run_available_now(spark, opts, out, ckpt)
+    assert my_actual(rows2) == my_expected([f28], range(21, 29))
+    offsets = [o for _, o in sorted(checkpoint_offsets(ckpt).items())]
+    # the first (empty) batch of the first run logged where "latest" was: the end of the binlog
+    # with the executed GTID set there
+    assert (offsets[0]["file"], offsets[0]["pos"]) == ("binlog.000001", f20.size)
+    assert GtidSet.parse(offsets[0]["gtid"]) == GtidSet.parse(f"{MY_UUID}:1-20,{other}")
+    ends = boundary_gnos([f28])
+    for o in offsets[1:]:
+        assert GtidSet.parse(o["gtid"]) == \
+            GtidSet.parse(f"{MY_UUID}:1-{ends[(o['file'], o['pos'])]},{other}")
+    assert GtidSet.parse(offsets[-1]["gtid"]) == GtidSet.parse(f"{MY_UUID}:1-28,{other}")
+    assert len(offsets) >= 3
+
+
+def test_mysql84_fake_purged_binlog_stops_the_query_or_is_skipped_keeping_gtid_sets(
+        spark, tmp_path):
+    ckpt, out = tmp_path / "ckpt", tmp_path / "out"
+    f30 = my_file("binlog.000001", 1, 30)
+    with FakeSource(f30) as src:
+        _, rows = run_available_now(spark, my_options(src, "earliest"), out, ckpt)
+        assert len(rows) == len(my_expected([f30], range(1, 31)))
+        # while the query is down, 31..36 are committed to binlog.000001, the server rotates
+        # and commits 37..45, and binlog.000001 is purged (gtid_purged becomes 1-36)
+        f2 = my_file("binlog.000002", 37, 45)
+        src.binlogs = [f2]
+        with pytest.raises(Exception) as e:
+            run_available_now(spark, my_options(src, "earliest"), out, ckpt)
+        text = str(e.value)
+        assert "BinlogPurgedError" in text and "binlog.000001" in text and "purged" in text
+        # failOnDataLoss=false: the purged range is skipped, the rest arrives, and the offsets
+        # keep carrying the GTID set (from gtid_purged at binlog.000002:4)
+        n_batches = len(checkpoint_offsets(ckpt))
+        _, rows2 = run_available_now(spark, my_options(src, "earliest", failOnDataLoss="false"),
+                                     out, ckpt)
+    assert my_actual(rows2) == my_expected([f2], range(37, 46))
+    offsets = checkpoint_offsets(ckpt)
+    new = [offsets[i] for i in sorted(offsets) if i >= n_batches]
+    ends = boundary_gnos([f2])
+    assert new and all(o["file"] == "binlog.000002" for o in new)
+    assert [o["gtid"] for o in new] == \
+        [f"{MY_UUID}:1-{ends[(o['file'], o['pos'])]}" for o in new]
+    assert new[-1]["gtid"] == f"{MY_UUID}:1-45"
