@@ -391,7 +391,7 @@ class BatchBuilder:
     Works per rows event, column by column: the envelope fields are runs of one value per event
     (Arrow expands them at :meth:`flush`), full row images go through a JSON renderer generated
     per table layout (:func:`cdc.render.compile_json_renderer`), typed images are built one
-    struct child at a time.
+    struct child at a time and go to Arrow in chunks of about ``_TYPED_CHUNK_VALUES`` values.
     """
 
     def __init__(self, schema: StructType, typed_columns: list[ColumnDef] | None = None):
@@ -405,6 +405,7 @@ class BatchBuilder:
             self.identity = [_IDENTITY_TYPES.get(c) for c in self.converters]
             image_type = self.arrow_schema.field("before").type
             self.image_fields = [image_type.field(i) for i in range(image_type.num_fields)]
+            self._chunk_rows = max(256, _TYPED_CHUNK_VALUES // max(1, len(self.names)))
         self._plans: dict[int, _TablePlan] = {}
         self._file_numbers: dict[str, int] = {}
         self._reset()
@@ -417,9 +418,8 @@ class BatchBuilder:
         self.key: list = []
         self.key_filled = False
         if self.typed:
-            # per image: struct children, and whether each child holds anything but nulls
-            self.before = ([[] for _ in self.names], [False] * len(self.names))
-            self.after = ([[] for _ in self.names], [False] * len(self.names))
+            self.before = _TypedImage(len(self.names))
+            self.after = _TypedImage(len(self.names))
         else:
             self.before, self.after = [], []
             self.before_filled = self.after_filled = False
@@ -522,7 +522,8 @@ class BatchBuilder:
         """Appends one event's images (None: the operation has none) to the struct children of
         *out*: per typed field, the values of its column (None where the table has no such
         column or the image does not hold it), converted for Arrow."""
-        children, filled = out
+        children, filled = out.children, out.filled
+        out.rows += n
         if images is None:
             nones = [None] * n
             for child in children:
@@ -545,6 +546,23 @@ class BatchBuilder:
                 child += vals
             else:
                 child += [None if v is None else conv(v) for v in vals]
+        if out.rows >= self._chunk_rows:
+            self._convert(out)
+
+    def _convert(self, out: "_TypedImage") -> None:
+        """The values collected in *out* to Arrow arrays, one chunk per child: while they are
+        still in the CPU caches (a whole batch of values is not), and freed early."""
+        for j, (field, vals, has) in enumerate(zip(self.image_fields, out.children, out.filled)):
+            if not has:
+                out.chunks[j].append(pa.nulls(len(vals), field.type))
+                continue
+            try:
+                out.chunks[j].append(pa.array(vals, type=field.type))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
+                raise SchemaError(f"typed mode: values of column {field.name} do not fit its "
+                                  f"Spark type {field.type} (was the table altered?): {e}") \
+                    from None
+        out.clear()
 
     def flush(self) -> pa.RecordBatch | None:
         n = self.rows
@@ -573,8 +591,8 @@ class BatchBuilder:
             fields=[st.field(i) for i in range(st.num_fields)])
         op = runs(op, pa.string())
         if self.typed:
-            before = self._typed_array(*self.before, mask=pc.equal(op, "c"))
-            after = self._typed_array(*self.after, mask=pc.equal(op, "d"))
+            before = self._typed_array(self.before, mask=pc.equal(op, "c"))
+            after = self._typed_array(self.after, mask=pc.equal(op, "d"))
         else:
             before = strings(self.before, self.before_filled)
             after = strings(self.after, self.after_filled)
@@ -585,19 +603,32 @@ class BatchBuilder:
         self._plans.clear()
         return batch
 
-    def _typed_array(self, columns: list[list], filled: list[bool], mask) -> pa.StructArray:
-        children = []
-        for field, vals, has in zip(self.image_fields, columns, filled):
-            if not has:
-                children.append(pa.nulls(len(vals), field.type))
-                continue
-            try:
-                children.append(pa.array(vals, type=field.type))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
-                raise SchemaError(f"typed mode: values of column {field.name} do not fit its "
-                                  f"Spark type {field.type} (was the table altered?): {e}") \
-                    from None
+    def _typed_array(self, image: "_TypedImage", mask) -> pa.StructArray:
+        if image.rows:
+            self._convert(image)
+        children = [c[0] if len(c) == 1 else pa.concat_arrays(c) for c in image.chunks]
         return pa.StructArray.from_arrays(children, fields=self.image_fields, mask=mask)
+
+
+# typed values are converted to Arrow about this many at a time (and at least 256 rows)
+_TYPED_CHUNK_VALUES = 16384
+
+
+class _TypedImage:
+    """The struct children of one image column of a batch: Arrow chunks, and the values
+    collected since the last chunk (per child: a list, and whether it holds a non-null)."""
+
+    __slots__ = ("chunks", "children", "filled", "rows")
+
+    def __init__(self, n: int):
+        self.chunks: list[list] = [[] for _ in range(n)]
+        self.clear()
+
+    def clear(self) -> None:
+        n = len(self.chunks)
+        self.children: list[list] = [[] for _ in range(n)]
+        self.filled = [False] * n
+        self.rows = 0
 
 
 def record_batches(transactions: Iterable, builder: BatchBuilder, rows_per_batch: int = 8192):

@@ -245,16 +245,23 @@ def test_json_batches_equal_reference(binlogs, row_decoder, rows_per_batch):
 @pytest.mark.server
 @pytest.mark.parametrize("row_decoder", ["c", "python"], indirect=True)
 @pytest.mark.parametrize("include", [f"{DB}.t_all", f"{DB}.*"])
-def test_typed_batches_equal_reference(binlogs, row_decoder, include):
+@pytest.mark.parametrize("rows_per_batch, chunk_rows", [(100, None), (8192, 3)])
+def test_typed_batches_equal_reference(binlogs, row_decoder, include, rows_per_batch,
+                                       chunk_rows):
     """Typed images of t_all; with every table, the other tables' columns map by name (lit is
-    left out: its DECIMAL column d does not fit t_all's DOUBLE d)."""
+    left out: its DECIMAL column d does not fit t_all's DOUBLE d). Small batches, and large
+    ones whose values go to Arrow in many small chunks."""
     cols = _typed_columns(binlogs)
     exclude = [f"{DB}.lit"]
     txs = _transactions(binlogs, include, exclude)
     ref = _reference(txs, cols)
     builder = BatchBuilder(typed_schema(cols), cols)
-    batches = list(record_batches(_transactions(binlogs, include, exclude), builder, 100))
-    assert len(batches) > 1
+    if chunk_rows is not None:
+        builder._chunk_rows = chunk_rows
+    batches = list(record_batches(_transactions(binlogs, include, exclude), builder,
+                                  rows_per_batch))
+    assert [b.num_rows for b in batches] == _batch_sizes(txs, rows_per_batch)
+    assert len(batches) > 1 or chunk_rows is not None
     _assert_same(batches, ref, builder, typed=True)
 
 
@@ -302,9 +309,12 @@ def test_typed_values_that_do_not_fit_raise_schema_error(binlogs):
             c = ColumnDef(c.index, T.TINY, None, True)
             c.name = "i"
         narrow.append(c)
-    builder = BatchBuilder(typed_schema(narrow), narrow)
-    with pytest.raises(SchemaError, match="typed mode: values of column i do not fit"):
-        list(record_batches(_transactions(binlogs, f"{DB}.t_all"), builder))
+    for chunk_rows in (None, 2):    # raised when a chunk or the batch goes to Arrow
+        builder = BatchBuilder(typed_schema(narrow), narrow)
+        if chunk_rows is not None:
+            builder._chunk_rows = chunk_rows
+        with pytest.raises(SchemaError, match="typed mode: values of column i do not fit"):
+            list(record_batches(_transactions(binlogs, f"{DB}.t_all"), builder))
 
 
 # --- the generated renderers on values the server never sends ------------------------------------
