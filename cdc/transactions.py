@@ -67,26 +67,37 @@ class RowChange(NamedTuple):
         return {c: v for c, v in zip(self.columns, values) if v is not ABSENT}
 
     def key(self) -> dict | None:
-        """The primary-key columns and values (after image, or before image for deletes)."""
+        """The primary-key columns and values: from the after image, or the before image for
+        deletes and for key columns an update's after image leaves out
+        (``binlog_row_image=MINIMAL`` logs only the changed columns after)."""
         tmap = self.table_map
         if not tmap.primary_key:
             return None
-        values = self.after if self.after is not None else self.before
-        return {self.columns[i]: values[i] for i in tmap.primary_key}
+        return key_values(self.columns, tmap.primary_key, self.before, self.after)
+
+
+def key_values(columns, primary_key, before, after) -> dict:
+    """``{column: value}`` of the key columns of a row change (see :meth:`RowChange.key`)."""
+    if after is None:
+        return {columns[i]: before[i] for i in primary_key}
+    if before is None:
+        return {columns[i]: after[i] for i in primary_key}
+    return {columns[i]: after[i] if after[i] is not ABSENT else before[i] for i in primary_key}
 
 
 class Transaction:
     """A committed transaction. ``pos`` is where it starts, ``end_pos`` the position after its
-    commit event (the resume point), both in ``file``."""
+    commit event (the resume point), both in ``file``. ``gtid`` is its GTID as text (None
+    without one)."""
 
-    __slots__ = ("file", "pos", "end_pos", "gtid", "xid", "timestamp", "server_id", "rows_events",
+    __slots__ = ("file", "pos", "end_pos", "_gtid", "xid", "timestamp", "server_id", "rows_events",
                  "queries", "_tables_by_name", "commit_event", "events_seen", "standalone")
 
     def __init__(self, file, pos, gtid, server_id, timestamp):
         self.file = file
         self.pos = pos
         self.end_pos = None
-        self.gtid = gtid
+        self._gtid = gtid        # text, or a MariaGtid turned into text on first access
         self.xid = None
         self.timestamp = timestamp
         self.server_id = server_id
@@ -98,6 +109,13 @@ class Transaction:
         # MariaDB's GTID says whether one statement is the whole transaction; for MySQL it is
         # inferred (a statement right after the GTID, with no BEGIN, is DDL).
         self.standalone: bool | None = None
+
+    @property
+    def gtid(self) -> str | None:
+        g = self._gtid
+        if g is not None and type(g) is not str:
+            g = self._gtid = str(g)
+        return g
 
     @property
     def is_ddl(self) -> bool:
@@ -169,8 +187,7 @@ class TransactionAssembler:
             self.rolled_back += 1  # the previous one never committed (cut-off input)
         gtid = ev.gtid
         h = ev.header
-        tx = self._tx = Transaction(ev.file, ev.pos, str(gtid) if gtid is not None else None,
-                                    h[2], h[0])
+        tx = self._tx = Transaction(ev.file, ev.pos, gtid, h[2], h[0])
         tx.events_seen = 1
         if type(ev) is MariaGtidEvent:
             tx.standalone = ev.standalone

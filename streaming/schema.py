@@ -61,6 +61,7 @@ from __future__ import annotations
 import re
 import struct
 from decimal import Decimal
+from itertools import repeat
 from typing import Callable, Iterable, NamedTuple
 
 import pyarrow as pa
@@ -75,6 +76,7 @@ from cdc.charsets import BINARY_COLLATION, make_text_decoder
 from cdc.coltypes import ABSENT, TYPES, ColumnDef, Geometry, InvalidTemporal
 from cdc.constants import ColumnType as T
 from cdc.errors import ConfigurationError, SchemaError
+from cdc.transactions import key_values
 from cdc.render import (compile_json_pair_renderer, compile_json_renderer, row_json,
                         to_json_text)
 
@@ -500,7 +502,9 @@ class BatchBuilder:
                     self.key += render(src)
                 else:
                     names = plan.names
-                    self.key += [to_json_text({names[i]: r[i] for i in pk}) for r in src]
+                    olds = before if after is not None and before is not None else repeat(None)
+                    self.key += [to_json_text(key_values(names, pk, b, a))
+                                 for a, b in zip(src, olds)]
             self.s_row += range(index, index + n)
             index += n
             self.rows += n

@@ -301,6 +301,20 @@ def test_literal_json_and_typed_values(binlogs):
 
 
 @pytest.mark.server
+def test_minimal_update_key_comes_from_the_before_image(binlogs):
+    """binlog_row_image=MINIMAL logs an update's after image without the unchanged key: the
+    key column is the before image's value, not ABSENT."""
+    txs = _transactions(binlogs, f"{DB}.t_all")
+    rows = [r for b in record_batches(txs, BatchBuilder(JSON_SCHEMA)) for r in b.to_pylist()]
+    minimal = [r for r in rows if r["op"] == "u" and r["after"].startswith('{"vc": "min"')]
+    assert [r["after"] for r in minimal] == ['{"vc": "min", "d": 2.5}'] * 4
+    assert [r["key"] for r in minimal] == ['{"id": 1}', '{"id": 2}', '{"id": 12}', '{"id": 13}']
+    changes = [ch for tx in txs for ch in tx.changes()
+               if ch.op == "u" and ch.after[ch.columns.index("id")] is ABSENT]
+    assert [ch.key() for ch in changes] == [{"id": 1}, {"id": 2}, {"id": 12}, {"id": 13}]
+
+
+@pytest.mark.server
 def test_typed_values_that_do_not_fit_raise_schema_error(binlogs):
     cols = _typed_columns(binlogs)
     narrow = []
