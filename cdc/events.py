@@ -98,6 +98,7 @@ Decode = Callable[[EventHeader, memoryview, Context], Event]
 # Decoders run only under the parser, which sets file/pos/end_pos on what they return: the
 # hot ones skip Event.__init__ (a Python call per event) and set only the header.
 _new_event = object.__new__
+_new_tuple = tuple.__new__
 REGISTRY: dict[int, Decode] = {}
 
 
@@ -835,7 +836,7 @@ def _maria_gtid(h, body, ctx):
         extra_at = 21 if flags & 2 else 13   # after commit_id (FL_GROUP_COMMIT_ID)
         if not flags & ~_MARIA_GTID_FLAGS_LAZY and n >= extra_at and (n == extra_at or
                                                                        not body[extra_at]):
-            ev.gtid = MariaGtid(domain_id, h.server_id, seq_no)
+            ev.gtid = _new_tuple(MariaGtid, (domain_id, h[2], seq_no))
             ev.standalone = bool(flags & 1)
             ev._info = None
             ev._body = bytes(body)

@@ -40,6 +40,8 @@ FORMAT_DESCRIPTION, ROTATE = EventType.FORMAT_DESCRIPTION.value, EventType.ROTAT
 _SPECIAL = frozenset({EventType.TRANSACTION_PAYLOAD.value, ROTATE})
 _SLOW = _SPECIAL | {FORMAT_DESCRIPTION}   # decoded by _decode, not inline in events()
 CRC32 = ChecksumAlg.CRC32
+# CRC-32 of bytes followed by their own CRC-32 (little-endian): one pass checks an event.
+CRC32_RESIDUE = 0x2144DF1C
 
 
 class BinlogParser:
@@ -202,7 +204,7 @@ class BinlogParser:
                 # The straight path (file framing, every event but FDE/ROTATE/PAYLOAD): what
                 # _decode does, inlined.
                 if ctx.checksum == CRC32:
-                    if verify and _crc32(mv[off:end - 4]) != _U32(buf, end - 4)[0]:
+                    if verify and _crc32(mv[off:end]) != CRC32_RESIDUE:
                         self._verify(mv[off:end], EventHeader._make(hdr), pos)
                     body = mv[off + V4_HEADER_LEN:end - 4]
                 else:
