@@ -437,6 +437,13 @@ class BatchBuilder:
         return plan
 
     def add_transaction(self, tx) -> None:
+        """Add every row change of *tx*."""
+        for _ in self.add_events(tx):
+            pass
+
+    def add_events(self, tx):
+        """Add the row changes of *tx* one rows event at a time, yielding after each (so a
+        caller can flush a batch in the middle of a big transaction)."""
         file, pos, gtid, xid, server_id = tx.file, tx.pos, tx.gtid, tx.xid, tx.server_id
         ts = tx.timestamp * 1000 if tx.timestamp is not None else None
         typed = self.typed
@@ -510,6 +517,7 @@ class BatchBuilder:
             self.rows += n
             self.events.append((self.rows, op, tmap.schema, tmap.table, ts, server_id, file, pos,
                                 gtid, xid, prefix))
+            yield
 
     @staticmethod
     def _json(plan: _TablePlan, images, full: bool, out: list, n: int) -> None:
@@ -636,13 +644,15 @@ class _TypedImage:
 
 
 def record_batches(transactions: Iterable, builder: BatchBuilder, rows_per_batch: int = 8192):
-    """Arrow batches of the row changes of *transactions* (at most about *rows_per_batch* each;
-    a transaction is never split across batches)."""
+    """Arrow batches of the row changes of *transactions*, about *rows_per_batch* each: a batch
+    ends after the rows event that fills it, so a big transaction spans several batches and
+    memory stays bounded by the batch (every batch of a Spark partition belongs to the same
+    micro-batch: offsets stay at transaction boundaries)."""
     for tx in transactions:
         if tx.rows_events:
-            builder.add_transaction(tx)
-            if len(builder) >= rows_per_batch:
-                yield builder.flush()
+            for _ in builder.add_events(tx):
+                if len(builder) >= rows_per_batch:
+                    yield builder.flush()
     last = builder.flush()
     if last is not None:
         yield last

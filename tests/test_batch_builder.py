@@ -169,13 +169,15 @@ def _reference(transactions, typed_columns=None) -> dict[str, list]:
 
 
 def _batch_sizes(transactions, rows_per_batch):
-    """The batch sizes record_batches must give: whole transactions, flushed at the limit."""
+    """The batch sizes record_batches must give: whole rows events, flushed at the limit (a
+    transaction may span batches)."""
     sizes, n = [], 0
     for tx in transactions:
-        n += sum(len(ev.decode_rows()) for ev in tx.rows_events)
-        if n >= rows_per_batch:
-            sizes.append(n)
-            n = 0
+        for ev in tx.rows_events:
+            n += len(ev.decode_rows())
+            if n >= rows_per_batch:
+                sizes.append(n)
+                n = 0
     return sizes + ([n] if n else [])
 
 
