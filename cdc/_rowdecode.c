@@ -298,6 +298,20 @@ le_uint(const unsigned char *p, int n)
     return v;
 }
 
+/* FLOAT (size 4) / DOUBLE (size 8), little-endian IEEE 754; NULL with an exception on error */
+static PyObject *
+float_value(const unsigned char *p, int size)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    double x = size == 4 ? PyFloat_Unpack4((const char *)p, 1) : PyFloat_Unpack8((const char *)p, 1);
+#else
+    double x = size == 4 ? _PyFloat_Unpack4(p, 1) : _PyFloat_Unpack8(p, 1);
+#endif
+    if (x == -1.0 && PyErr_Occurred())
+        return NULL;
+    return PyFloat_FromDouble(x);
+}
+
 static inline int
 days_in_month(int y, int m)
 {
@@ -557,6 +571,7 @@ read_image(const PlanObject *pl, PyObject *data, const unsigned char *buf, Py_ss
             goto store;
         }
         if (c->kind == K_FALLBACK) {
+        fallback:   /* also from below: a value the native code does not build */
             v = call_fallback(c, data, len, &pos);
             if (v == NULL)
                 goto fail;
@@ -608,28 +623,8 @@ read_image(const PlanObject *pl, PyObject *data, const unsigned char *buf, Py_ss
         case K_U32: v = PyLong_FromUnsignedLong((unsigned long)le_uint(p, 4)); break;
         case K_I64: v = PyLong_FromLongLong((long long)le_uint(p, 8)); break;
         case K_U64: v = PyLong_FromUnsignedLongLong(le_uint(p, 8)); break;
-        case K_FLOAT: {
-#if PY_VERSION_HEX >= 0x030B0000
-            double x = PyFloat_Unpack4((const char *)p, 1);
-#else
-            double x = _PyFloat_Unpack4(p, 1);
-#endif
-            if (x == -1.0 && PyErr_Occurred())
-                goto fail;
-            v = PyFloat_FromDouble(x);
-            break;
-        }
-        case K_DOUBLE: {
-#if PY_VERSION_HEX >= 0x030B0000
-            double x = PyFloat_Unpack8((const char *)p, 1);
-#else
-            double x = _PyFloat_Unpack8(p, 1);
-#endif
-            if (x == -1.0 && PyErr_Occurred())
-                goto fail;
-            v = PyFloat_FromDouble(x);
-            break;
-        }
+        case K_FLOAT: v = float_value(p, 4); break;
+        case K_DOUBLE: v = float_value(p, 8); break;
         case K_YEAR: v = PyLong_FromLong(p[0] ? 1900 + p[0] : 0); break;
         case K_BIT: v = PyLong_FromUnsignedLongLong(be_uint(p, c->a)); break;
         case K_STR: v = PyUnicode_DecodeUTF8((const char *)p, n, "surrogateescape"); break;
@@ -660,13 +655,7 @@ read_image(const PlanObject *pl, PyObject *data, const unsigned char *buf, Py_ss
             /* a value the native code does not build (zero date, odd DECIMAL digits ...):
              * the Python decoder decides, from the same position */
             pos = start;
-            v = call_fallback(c, data, len, &pos);
-            if (v == NULL)
-                goto fail;
-            tracked |= gc_tracked(v);
-            if (rec)
-                rec[k].off = -1;
-            goto store;
+            goto fallback;
         }
     store_native:
         if (rec) {

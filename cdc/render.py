@@ -29,6 +29,7 @@ import struct
 from decimal import Decimal
 from operator import itemgetter
 
+from .cache import BoundedCache
 from .coltypes import ABSENT, ColumnDef, Geometry, InvalidTemporal
 from .constants import ColumnType as T
 
@@ -138,18 +139,7 @@ _GENERIC_EXPR = "J(v)"    # NULL, JSON documents, GEOMETRY, VECTOR, unknown code
 _RENDER_ENV = {"J": to_json_text, "S": _str, "B64": binascii.b2a_base64, "DEC": Decimal,
                "STR": str, "DT": _dt.datetime, "DATE": _dt.date, "TD": _dt.timedelta,
                "UTC": _dt.timezone.utc, "TT": time_text, "IG": itemgetter, "INF": math.inf}
-_RENDERERS: dict = {}
-_RENDERERS_MAX = 512
-
-
-def _cached_renderer(key, build):
-    fn = _RENDERERS.get(key)
-    if fn is None:
-        fn = build()
-        if len(_RENDERERS) >= _RENDERERS_MAX:
-            _RENDERERS.clear()
-        _RENDERERS[key] = fn
-    return fn
+_RENDERERS = BoundedCache(512)
 
 
 def _value_expr(col: ColumnDef, var: str) -> str:
@@ -184,7 +174,7 @@ def compile_json_renderer(columns: list[ColumnDef], names: list[str], indexes=No
     if indexes is not None:
         indexes = tuple(indexes)
     key = ("rows", tuple(names), tuple(c.real_type for c in columns), indexes)
-    return _cached_renderer(key, lambda: _build_json_renderer(columns, names, indexes))
+    return _RENDERERS.get_or_build(key, lambda: _build_json_renderer(columns, names, indexes))
 
 
 def _build_json_renderer(columns, names, indexes):
@@ -214,7 +204,7 @@ def compile_json_pair_renderer(columns: list[ColumnDef], names: list[str]):
     DECIMAL/DATETIME over as the same object) takes the text already made for it.
     """
     key = ("pairs", tuple(names), tuple(c.real_type for c in columns))
-    return _cached_renderer(key, lambda: _build_json_pair_renderer(columns, names))
+    return _RENDERERS.get_or_build(key, lambda: _build_json_pair_renderer(columns, names))
 
 
 def _build_json_pair_renderer(columns, names):

@@ -28,6 +28,7 @@ import struct
 import types
 from decimal import Decimal
 
+from .cache import BoundedCache
 from .charsets import codec_of
 from .coltypes import _frac_reader, _make_datetime, decimal_groups, decimal_size
 from .constants import ColumnType as T
@@ -206,8 +207,7 @@ def _compile(source: str, env: dict, name: str, tmap):
 
 # Generated code per table shape: a table map is logged again with every transaction, and a new
 # TableMap with the same columns must not pay for code generation again.
-_SHAPE_CACHE: dict = {}
-_SHAPE_CACHE_MAX = 512
+_SHAPE_CACHE = BoundedCache(512)
 
 
 def _shape(tmap, kind: str):
@@ -220,14 +220,7 @@ def _shape(tmap, kind: str):
 
 
 def _cached(tmap, kind: str, build):
-    key = _shape(tmap, kind)
-    fn = _SHAPE_CACHE.get(key)
-    if fn is None:
-        fn = build()
-        if len(_SHAPE_CACHE) >= _SHAPE_CACHE_MAX:
-            _SHAPE_CACHE.clear()
-        _SHAPE_CACHE[key] = fn
-    return fn
+    return _SHAPE_CACHE.get_or_build(_shape(tmap, kind), build)
 
 
 def compile_full_row_reader(tmap, decoders):
@@ -292,7 +285,7 @@ def _build_rows_reader(tmap, decoders, update: bool):
                 f"            pos += {nb}",
                 *body,
                 f"            {target} = {tup}",
-                f"        else:",
+                "        else:",
                 f"            {target}, pos = slow(buf, pos)"]
 
     lines = ["def read(buf, pos, end, rows, slow):",
