@@ -194,7 +194,7 @@ def _rows_plan(tmap, kind: str, present1, present2, partial: bool):
     r1 = _image_reader(tmap, present1)
     update = kind == "update"
     if not update:
-        generic = _single_images(r1.read)
+        generic = _single_images(r1.read, tmap)
     else:
         r2 = r1 if present2 == present1 else _image_reader(tmap, present2)
         generic = _update_images(r1, r2, partial)
@@ -222,12 +222,26 @@ def _rows_plan(tmap, kind: str, present1, present2, partial: bool):
     return read_full
 
 
-def _single_images(read):
+def _check_image_end(start: int, pos: int, end: int, tmap) -> None:
+    """An image must take bytes and end inside the event: a value decoder that slices past the
+    end reads short bytes without an IndexError, and an image of no columns would loop."""
+    if pos > end:
+        raise TruncatedEventError(f"row image of {tmap.qualified_name} runs past the end of the "
+                                  f"event")
+    if pos <= start:
+        raise TruncatedEventError(f"rows event of {tmap.qualified_name} has an image of no bytes "
+                                  f"(no columns): the event is malformed")
+
+
+def _single_images(read, tmap):
     def read_images(data, pos):
         end = len(data)
         rows = []
         while pos < end:
+            start = pos
             row, pos = read(data, pos)
+            if pos > end or pos <= start:
+                _check_image_end(start, pos, end, tmap)
             rows.append(row)
         return rows
     return read_images
@@ -236,15 +250,20 @@ def _single_images(read):
 def _update_images(r1: ImageReader, r2: ImageReader, partial: bool):
     read1, read2, read_partial = r1.read, r2.read, r2.read_partial_after
 
+    tmap = r1.tmap
+
     def read_pairs(data, pos):
         end = len(data)
         rows = []
         while pos < end:
+            start = pos
             before, pos = read1(data, pos)
             if partial:
                 after, pos = read_partial(data, pos, before)
             else:
                 after, pos = read2(data, pos)
+            if pos > end or pos <= start:
+                _check_image_end(start, pos, end, tmap)
             rows.append((before, after))
         return rows
     return read_pairs

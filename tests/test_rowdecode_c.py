@@ -482,15 +482,35 @@ def test_truncated_images_raise_at_every_offset():
         c = outcome(lambda: decode("c", tmap, "insert", short, full))
         assert c == outcome(lambda: decode("python", tmap, "insert", short, full)), cut
         assert (c == "truncated") == (cut not in boundaries), cut
-    # partial images and updates: never a crash, a TruncatedEventError or rows
+    # partial images and updates: both decoders raise TruncatedEventError at every cut that is
+    # not a row boundary (the generic Python path once returned a short last value instead)
     some = full[::2]
-    data = b"".join(make_image(rng, specs, some) + make_image(rng, specs, full) for _ in range(2))
+    pairs = [make_image(rng, specs, some) + make_image(rng, specs, full) for _ in range(2)]
+    data = b"".join(pairs)
+    boundaries = {0, len(pairs[0]), len(data)}
     for cut in range(len(data)):
-        R.set_decoder("c")
-        try:
-            decode_images(tmap, "update", data[:cut], 0, some, full)
-        except TruncatedEventError:
-            pass
+        short = data[:cut]
+        c = outcome(lambda: decode("c", tmap, "update", short, some, full))
+        assert c == outcome(lambda: decode("python", tmap, "update", short, some, full)), cut
+        assert (c == "truncated") == (cut not in boundaries), cut
+
+
+@pytest.mark.parametrize("mode", ["c", "python"])
+def test_short_last_value_of_a_partial_image_raises(mode):
+    """A MEDIUMINT read by slicing: a short slice must not become a smaller number."""
+    tmap = make_table([((T.LONG, None), {}, None), ((T.INT24, None), {}, None),
+                       ((T.LONG, None), {}, None)])
+    image = b"\x00" + (7).to_bytes(4, "little") + (5).to_bytes(3, "little")   # columns 0, 1
+    assert decode(mode, tmap, "insert", image, (0, 1)) == [(7, 5, ABSENT)]
+    with pytest.raises(TruncatedEventError):
+        decode(mode, tmap, "insert", image[:-1], (0, 1))
+
+
+@pytest.mark.parametrize("mode", ["c", "python"])
+def test_an_image_of_no_columns_raises_instead_of_looping(mode):
+    tmap = make_table(ZOO[:1])
+    with pytest.raises(TruncatedEventError, match="no columns|malformed|past the end"):
+        decode(mode, tmap, "insert", b"\x01\x02", ())
 
 
 def test_malformed_lengths_do_not_read_past_the_end():
