@@ -39,6 +39,7 @@ from typing import Any, Iterable, Mapping
 import pymysql
 
 from cdc.errors import CdcError, ConfigurationError
+from cdc.replica import fetch_rows
 
 __all__ = ["EmbeddedMariaDB", "EmbeddedServerError", "free_port", "find_executable"]
 
@@ -251,9 +252,7 @@ class EmbeddedMariaDB:
             if conn is None:
                 conn = self.connect(database=database)
                 self._conns[database] = conn
-            with conn.cursor() as cur:
-                cur.execute(sql, params)
-                return list(cur.fetchall()) if cur.description else []
+            return fetch_rows(conn, sql, params)
 
     def _close_connections(self) -> None:
         with self._lock:

@@ -38,7 +38,7 @@ from typing import Callable
 from .errors import CdcError, ConfigurationError
 from .files import binlog_file_number
 from .protocol import is_transient
-from .replica import ReplicaClient, RetryPolicy, binlog_status
+from .replica import ReplicaClient, RetryPolicy, SqlSession, binlog_status
 
 __all__ = ["LagSample", "LagMonitor", "ServerStatus", "bytes_behind", "plot_samples",
            "add_lag_arguments", "run_lag"]
@@ -71,25 +71,14 @@ class ServerStatus:
     *connect*, a callable returning a PyMySQL connection); reconnects after an error."""
 
     def __init__(self, connect: Callable[[], object]):
-        self._connect = connect
-        self._conn = None
+        self.sql = SqlSession(connect, retries=0)
         self._end_sql: str | None = None
-
-    def _query(self, sql: str) -> list[tuple]:
-        if self._conn is None:
-            self._conn = self._connect()
-        cur = self._conn.cursor()
-        try:
-            cur.execute(sql)
-            return list(cur.fetchall()) if cur.description else []
-        finally:
-            cur.close()
 
     def end(self) -> tuple[str, int]:
         """``(file, position)`` where the server writes its next event."""
         import pymysql
         try:
-            st = binlog_status(self._query, first=self._end_sql)
+            st = binlog_status(self.sql.query, first=self._end_sql)
         except pymysql.err.MySQLError:
             self.close()
             raise
@@ -99,18 +88,13 @@ class ServerStatus:
     def binary_logs(self) -> list[tuple[str, int]]:
         import pymysql
         try:
-            return [(str(r[0]), int(r[1])) for r in self._query("SHOW BINARY LOGS")]
+            return [(str(r[0]), int(r[1])) for r in self.sql.query("SHOW BINARY LOGS")]
         except pymysql.err.MySQLError:
             self.close()
             raise
 
     def close(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                conn.close()
-            except Exception:
-                pass
+        self.sql.close()
 
 
 @dataclass

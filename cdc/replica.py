@@ -305,28 +305,41 @@ def binlog_status(query: Callable[[str], list], *, first: str | None = None,
     raise ConfigurationError(f"cannot read the binlog position of {where}: {last}")
 
 
-class SqlSession:
-    """One SQL connection, opened by *connect* on first use and opened again once when the
-    server has dropped it (``run`` retries the call on the new connection). Pickles without
-    the connection."""
+def fetch_rows(conn, sql: str, args=None) -> list[tuple]:
+    """Run one statement on a PyMySQL connection: its rows (``[]`` when it returns none)."""
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall()) if cur.description else []
 
-    def __init__(self, connect: Callable[[], Any]):
+
+class SqlSession:
+    """One SQL connection, opened by *connect* on first use and opened again when the server
+    has dropped it: ``run`` retries the call *retries* times (default once) on a new
+    connection; with ``retries=0`` the error is raised and the next call reconnects. Pickles
+    without the connection."""
+
+    def __init__(self, connect: Callable[[], Any], *, retries: int = 1):
         self._connect = connect
+        self.retries = retries
         self.conn = None
 
     def run(self, call: Callable[[Any], Any]) -> Any:
-        """``call(connection)``, retried once on a fresh connection after a lost one."""
+        """``call(connection)``, retried on a fresh connection after a lost one."""
         import pymysql
-        for attempt in (0, 1):
+        for attempt in range(self.retries + 1):
             if self.conn is None:
                 self.conn = self._connect()
             try:
                 return call(self.conn)
             except (pymysql.err.OperationalError, pymysql.err.InterfaceError):
                 self.close()
-                if attempt:
+                if attempt == self.retries:
                     raise
         raise AssertionError("unreachable")
+
+    def query(self, sql: str, args=None) -> list[tuple]:
+        """The rows of one statement (:func:`fetch_rows`), through :meth:`run`."""
+        return self.run(lambda conn: fetch_rows(conn, sql, args))
 
     def close(self) -> None:
         conn, self.conn = self.conn, None

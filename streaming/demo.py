@@ -79,11 +79,10 @@ class Server:
                                charset="utf8mb4", connect_timeout=10)
 
     def query(self, sql: str, args=None) -> list[tuple]:
+        from cdc.replica import fetch_rows
         conn = self.connect()
         try:
-            with conn.cursor() as cur:
-                cur.execute(sql, args)
-                return list(cur.fetchall()) if cur.description else []
+            return fetch_rows(conn, sql, args)
         finally:
             conn.close()
 

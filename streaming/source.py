@@ -93,12 +93,6 @@ def replica_client(opts: SourceOptions, start, server_id: int):
         check_server_id=False)
 
 
-def _query(conn, sql: str, args=None) -> list[tuple]:
-    with conn.cursor() as cur:
-        cur.execute(sql, args)
-        return list(cur.fetchall()) if cur.description else []
-
-
 # ===================================================================================================
 # the data source
 # ===================================================================================================
@@ -301,7 +295,7 @@ class _Driver:
         self.status_sql: str | None = None   # the SHOW ... STATUS spelling the server knows
 
     def query(self, sql: str, args=None) -> list[tuple]:
-        rows = self.sql.run(lambda conn: _query(conn, sql, args))
+        rows = self.sql.query(sql, args)
         if self.mariadb is None:
             self.mariadb = "mariadb" in str(self.sql.conn.get_server_info()).lower()
         return rows

@@ -33,6 +33,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 from cdc.embedded import EmbeddedMariaDB  # noqa: E402
 from cdc.errors import ConfigurationError  # noqa: E402
+from cdc.replica import fetch_rows  # noqa: E402
 
 
 # --- the private MariaDB server -------------------------------------------------------------
@@ -194,9 +195,7 @@ class ExternalMySQL:
     def execute(self, sql: str, params: Any = None, database: str | None = None) -> list[tuple]:
         conn = self.connect(database=database)
         try:
-            with conn.cursor() as cur:
-                cur.execute(sql, params)
-                return list(cur.fetchall()) if cur.description else []
+            return fetch_rows(conn, sql, params)
         finally:
             conn.close()
 

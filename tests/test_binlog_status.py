@@ -63,3 +63,26 @@ def test_live_server_end_matches_show_master_status(mariadb, db):
         assert f2 == file and p2 > pos
     finally:
         status.close()
+
+
+def test_sql_session_retries_a_lost_connection_as_configured():
+    from cdc.replica import SqlSession
+    made = []
+
+    def connect():
+        made.append(len(made))
+        return made[-1]
+
+    def call(conn):
+        if conn == 0:          # the first connection is found dropped
+            raise pymysql.err.OperationalError(2013, "Lost connection to server during query")
+        return f"answered on connection {conn}"
+
+    s = SqlSession(connect)                       # default: once more, on a new connection
+    assert s.run(call) == "answered on connection 1" and made == [0, 1]
+    made.clear()
+    s = SqlSession(connect, retries=0)            # ServerStatus: raise; the next call reconnects
+    with pytest.raises(pymysql.err.OperationalError):
+        s.run(call)
+    assert s.conn is None and made == [0]
+    assert s.run(call) == "answered on connection 1" and made == [0, 1]
