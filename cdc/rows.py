@@ -194,7 +194,7 @@ def _rows_plan(tmap, kind: str, present1, present2, partial: bool):
     r1 = _image_reader(tmap, present1)
     update = kind == "update"
     if not update:
-        generic = _single_images(r1.read, tmap)
+        generic = _image_loop(r1.read, tmap)
     else:
         r2 = r1 if present2 == present1 else _image_reader(tmap, present2)
         generic = _update_images(r1, r2, partial)
@@ -233,40 +233,33 @@ def _check_image_end(start: int, pos: int, end: int, tmap) -> None:
                                   f"(no columns): the event is malformed")
 
 
-def _single_images(read, tmap):
-    def read_images(data, pos):
+def _image_loop(read_row, tmap):
+    """``(data, pos) -> rows``: *read_row* ``(data, pos) -> (row, pos)`` until the end, each row
+    checked to take bytes and to end inside the event."""
+    def read_rows(data, pos):
         end = len(data)
         rows = []
         while pos < end:
             start = pos
-            row, pos = read(data, pos)
+            row, pos = read_row(data, pos)
             if pos > end or pos <= start:
                 _check_image_end(start, pos, end, tmap)
             rows.append(row)
         return rows
-    return read_images
+    return read_rows
 
 
 def _update_images(r1: ImageReader, r2: ImageReader, partial: bool):
     read1, read2, read_partial = r1.read, r2.read, r2.read_partial_after
 
-    tmap = r1.tmap
-
-    def read_pairs(data, pos):
-        end = len(data)
-        rows = []
-        while pos < end:
-            start = pos
-            before, pos = read1(data, pos)
-            if partial:
-                after, pos = read_partial(data, pos, before)
-            else:
-                after, pos = read2(data, pos)
-            if pos > end or pos <= start:
-                _check_image_end(start, pos, end, tmap)
-            rows.append((before, after))
-        return rows
-    return read_pairs
+    def read_pair(data, pos):
+        before, pos = read1(data, pos)
+        if partial:
+            after, pos = read_partial(data, pos, before)
+        else:
+            after, pos = read2(data, pos)
+        return (before, after), pos
+    return _image_loop(read_pair, r1.tmap)
 
 
 # --- the compiled decoder (cdc/_rowdecode.c) -----------------------------------------------------
