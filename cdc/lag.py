@@ -28,7 +28,6 @@ import argparse
 import datetime as _dt
 import json
 import random
-import signal
 import sys
 import threading
 import time
@@ -313,6 +312,35 @@ def build_lag_client(args) -> ReplicaClient:
                          connect_timeout=args.connect_timeout)
 
 
+def _sample_loop(args, monitor, stop: threading.Event, samples: list, out) -> None:
+    """Take a sample every --interval seconds until *stop* is set or --duration ends."""
+    if args.format == "text":
+        out.write(LagSample.TEXT_HEADER + "\n")
+        out.flush()
+    started = time.monotonic()
+    monitor.start(wait=args.connect_timeout)
+    next_at = time.monotonic() + args.interval
+    while not stop.is_set():
+        if args.duration is not None:
+            left = started + args.duration - time.monotonic()
+            if left <= 0:
+                break
+            wait = min(next_at - time.monotonic(), left)
+        else:
+            wait = next_at - time.monotonic()
+        if wait > 0 and stop.wait(wait):
+            break
+        if time.monotonic() < next_at:
+            continue          # --duration ended between two samples
+        next_at += args.interval
+        if next_at < time.monotonic():   # a slow sample: skip the missed ticks
+            next_at = time.monotonic() + args.interval
+        s = monitor.sample()
+        samples.append(s)
+        out.write((s.to_json() if args.format == "jsonl" else s.to_text()) + "\n")
+        out.flush()
+
+
 def run_lag(args) -> int:
     """Sample until Ctrl-C/SIGTERM or --duration (exit 0); errors are raised (the CLI prints
     them and exits 2)."""
@@ -323,43 +351,14 @@ def run_lag(args) -> int:
     out = sys.stdout
     samples: list[LagSample] = []
     stop = threading.Event()
-    old_term = None
-    if threading.current_thread() is threading.main_thread():
-        def on_term(signum, frame):
-            stop.set()
-        old_term = signal.signal(signal.SIGTERM, on_term)
+    from .tail import on_sigterm
     try:
-        if args.format == "text":
-            out.write(LagSample.TEXT_HEADER + "\n")
-            out.flush()
-        started = time.monotonic()
-        monitor.start(wait=args.connect_timeout)
-        next_at = time.monotonic() + args.interval
-        while not stop.is_set():
-            if args.duration is not None:
-                left = started + args.duration - time.monotonic()
-                if left <= 0:
-                    break
-                wait = min(next_at - time.monotonic(), left)
-            else:
-                wait = next_at - time.monotonic()
-            if wait > 0 and stop.wait(wait):
-                break
-            if time.monotonic() < next_at:
-                continue          # --duration ended between two samples
-            next_at += args.interval
-            if next_at < time.monotonic():   # a slow sample: skip the missed ticks
-                next_at = time.monotonic() + args.interval
-            s = monitor.sample()
-            samples.append(s)
-            out.write((s.to_json() if args.format == "jsonl" else s.to_text()) + "\n")
-            out.flush()
+        with on_sigterm(stop.set):
+            _sample_loop(args, monitor, stop, samples, out)
     except KeyboardInterrupt:
         pass
     finally:
         monitor.stop()
-        if old_term is not None:
-            signal.signal(signal.SIGTERM, old_term)
     if args.plot:
         if samples:
             plot_samples(samples, args.plot, title=f"binlog-cdc lag of a replica of "

@@ -14,12 +14,14 @@ resume right after the last transaction printed in full.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import os
 import random
 import signal
 import sys
 import threading
+from typing import Callable
 
 from .errors import ConfigurationError
 from .render import row_json, to_json_text
@@ -186,6 +188,24 @@ def change_jsonl(change) -> str:
             f'"gtid": {to_json_text(tx.gtid)}, "ts": {tx.timestamp}' "}")
 
 
+@contextlib.contextmanager
+def on_sigterm(handler: Callable[[], None]):
+    """Call *handler* on SIGTERM while the block runs, then restore the previous handler (only
+    in the main thread: elsewhere Python cannot set signal handlers, and SIGTERM stays as is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, lambda signum, frame: handler())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _interrupt() -> None:
+    raise KeyboardInterrupt
+
+
 def run_tail(args) -> int:
     """Stream and print until Ctrl-C/SIGTERM (exit 0), the end of the binlog with
     --non-blocking (exit 0), or an error (raised: the CLI prints it and exits 2)."""
@@ -193,25 +213,19 @@ def run_tail(args) -> int:
     render = change_jsonl if args.format == "jsonl" else change_text
     out = sys.stdout
     printed = True  # every transaction yielded so far was printed in full
-    old_term = None
-    if threading.current_thread() is threading.main_thread():
-        def on_term(signum, frame):
-            raise KeyboardInterrupt
-        old_term = signal.signal(signal.SIGTERM, on_term)
     try:
-        for tx in client.transactions():
-            printed = False
-            lines = [render(ch) for ch in tx.changes()]
-            if lines:
-                out.write("\n".join(lines) + "\n")
-                out.flush()
-            printed = True
+        with on_sigterm(_interrupt):
+            for tx in client.transactions():
+                printed = False
+                lines = [render(ch) for ch in tx.changes()]
+                if lines:
+                    out.write("\n".join(lines) + "\n")
+                    out.flush()
+                printed = True
     except KeyboardInterrupt:
         pass
     finally:
         client.close()
-        if old_term is not None:
-            signal.signal(signal.SIGTERM, old_term)
         # Interrupted in the middle of printing a transaction: resume before it.
         resume = client.position if printed else client.previous_position
         if resume is not None and (resume.mode != "file" or resume.file):
