@@ -262,6 +262,11 @@ def _mysql_skip_set(offset: BinlogOffset, mariadb: bool):
     return GtidSet.parse(offset.gtid)
 
 
+def _delivered_before(skip, tx) -> bool:
+    """Whether *tx* is in *skip*, the set of :func:`_mysql_skip_set` (None: nothing is)."""
+    return skip is not None and bool(tx.gtid) and tx.gtid in skip
+
+
 class _GtidTracker:
     """Carries the GTID state (MariaDB position / MySQL set) from boundary to boundary."""
 
@@ -535,8 +540,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         complete = True
         try:
             for tx in client.transactions():
-                seen = skip is not None and bool(tx.gtid) and tx.gtid in skip
-                r = sum(len(ev.rows) for ev in tx.rows_events) if count_rows and not seen else 0
+                r = sum(len(ev.rows) for ev in tx.rows_events) \
+                    if count_rows and not _delivered_before(skip, tx) else 0
                 b = Boundary(tx.file, tx.end_pos, gt.advance(tx.gtid), r,
                              max(0, tx.end_pos - tx.pos), tx.timestamp)
                 d.boundaries.append(b)
@@ -625,8 +630,9 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if len(chunks) <= max(MAX_CHUNKS, len(ranges)):
                 break
             target *= 2
-        skip = s.gtid if not d.mariadb and s.gtid else None
-        return [BinlogChunk(i, f, a, b, to_end, skip)
+        skip = _mysql_skip_set(s, bool(d.mariadb))
+        skip_text = str(skip) if skip is not None else None     # a partition carries text
+        return [BinlogChunk(i, f, a, b, to_end, skip_text)
                 for i, (f, a, b, to_end) in enumerate(chunks)]
 
     def commit(self, end: dict) -> None:
@@ -667,7 +673,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                            f"the binlog changed under the stream")
                         reached = True
                         break
-                    if skip is None or not tx.gtid or tx.gtid not in skip:
+                    if not _delivered_before(skip, tx):
                         yield tx
                     if tx.end_pos == chunk.end:
                         reached = True
