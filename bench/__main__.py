@@ -151,7 +151,7 @@ def markdown(results, machine: str, versions: str, command: str) -> str:
              "rows/s, wall clock (CPU s: rows per CPU-second of the decoding process, which a "
              "busy shared machine does not skew); pmr = python-mysql-replication; each decoder "
              "column is the fastest of --repeat runs, each in a fresh process; 'binlog-cdc "
-             "tuples' uses the compiled row decoder (cdc._rowdecode) when it is built, 'pure "
+             "tuples' uses the compiled row decoder (cdc.rows._rowdecode) when it is built, 'pure "
              "Python' is the same with BINLOG_CDC_DECODER=python; Spark and Delta "
              "columns are end to end (see bench/spark.py, bench/decode.py)", "",
              "| workload | rows | binlog-cdc tuples | tuples, pure Python | Arrow (JSON) | "

@@ -6,7 +6,7 @@ that its peak RSS is its own; the child prints one JSON line: rows, seconds, pea
 Methods
 -------
 tuples      binlog-cdc: files -> transactions -> decoded row tuples (``ev.decode_rows()``), with
-            the compiled row decoder when it is built (cdc._rowdecode)
+            the compiled row decoder when it is built (cdc.rows._rowdecode)
 tuples_py   the same, pure Python (BINLOG_CDC_DECODER=python)
 arrow       binlog-cdc: files -> Arrow RecordBatches of the Spark source's schema
             (``streaming.schema.BatchBuilder``, JSON images: the default mode), 8192 rows each
@@ -27,8 +27,8 @@ import time
 
 
 def m_tuples(files, **_):
-    from cdc.files import read_events
-    from cdc.transactions import assemble
+    from cdc.binlog.files import read_events
+    from cdc.binlog.transactions import assemble
     n = 0
     for tx in assemble(read_events(files)):
         for ev in tx.rows_events:
@@ -37,9 +37,9 @@ def m_tuples(files, **_):
 
 
 def _batches(files, typed: bool):
-    from cdc.events import RowsEvent
-    from cdc.files import read_events
-    from cdc.transactions import assemble
+    from cdc.binlog.events import RowsEvent
+    from cdc.binlog.files import read_events
+    from cdc.binlog.transactions import assemble
     from streaming.schema import JSON_SCHEMA, BatchBuilder, record_batches, typed_schema
     if typed:
         cols = next(ev.table.columns for ev in read_events(files)
@@ -116,8 +116,8 @@ def measure(method: str, files, **kw) -> dict:
 
 METHOD_ENV = {"tuples_py": {"BINLOG_CDC_DECODER": "python"}}
 
-_IMPORTS = {"tuples": ["cdc.files", "cdc.transactions", "cdc.gtid", "cdc.rowcompile"],
-            "arrow": ["cdc.files", "cdc.transactions", "cdc.gtid", "cdc.rowcompile", "streaming.schema",
+_IMPORTS = {"tuples": ["cdc.binlog.files", "cdc.binlog.transactions", "cdc.binlog.gtid", "cdc.rows.compile"],
+            "arrow": ["cdc.binlog.files", "cdc.binlog.transactions", "cdc.binlog.gtid", "cdc.rows.compile", "streaming.schema",
                       "pyarrow"],
             "pmr": ["pymysqlreplication", "pymysqlreplication.row_event"]}
 _IMPORTS["tuples_py"] = _IMPORTS["tuples"]

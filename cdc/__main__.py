@@ -1,5 +1,5 @@
 import sys
 
-from .cli import main
+from cdc.cli.decode import main
 
 sys.exit(main())

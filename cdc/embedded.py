@@ -39,7 +39,7 @@ from typing import Any, Iterable, Mapping
 import pymysql
 
 from cdc.errors import CdcError, ConfigurationError
-from cdc.replica import fetch_rows
+from cdc.replica.client import fetch_rows
 
 __all__ = ["EmbeddedMariaDB", "EmbeddedServerError", "free_port", "find_executable"]
 

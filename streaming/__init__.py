@@ -9,6 +9,6 @@ See :mod:`streaming.source` (how it works), :mod:`streaming.schema` (the schema)
 :mod:`streaming.options` (the options).
 """
 
-from .source import BinlogCdcDataSource
+from streaming.source import BinlogCdcDataSource
 
 __all__ = ["BinlogCdcDataSource"]

@@ -49,13 +49,13 @@ from pyspark.sql.types import (ArrayType, BinaryType, DataType, DateType, DayTim
                                DecimalType, DoubleType, FloatType, StringType, TimestampNTZType,
                                TimestampType)
 
-from cdc.coltypes import ColumnDef
-from cdc.constants import ColumnType as T
+from cdc.values.types import ColumnDef
+from cdc.binlog.constants import ColumnType as T
 from cdc.errors import ConfigurationError, SchemaError
-from cdc.render import time_text, to_json_text
-from cdc.replica import SqlSession, sql_connection
+from cdc.values.render import time_text, to_json_text
+from cdc.replica.client import SqlSession, sql_connection
 
-from .schema import columns_from_server, spark_column
+from streaming.schema import columns_from_server, spark_column
 
 log = logging.getLogger("binlog_cdc.delta")
 

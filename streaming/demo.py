@@ -79,7 +79,7 @@ class Server:
                                charset="utf8mb4", connect_timeout=10)
 
     def query(self, sql: str, args=None) -> list[tuple]:
-        from cdc.replica import fetch_rows
+        from cdc.replica.client import fetch_rows
         conn = self.connect()
         try:
             return fetch_rows(conn, sql, args)
@@ -88,7 +88,7 @@ class Server:
 
     def position(self) -> tuple[str, int]:
         """The end of the server's binlog (the statement each server version spells)."""
-        from cdc.lag import ServerStatus
+        from cdc.cli.lag import ServerStatus
         status = ServerStatus(self.connect)
         try:
             return status.end()
@@ -288,13 +288,13 @@ def main(argv=None) -> int:
         say(f"created {DB}.customers and {DB}.orders; the stream starts at {start[0]}:{start[1]}")
 
         say("starting Spark (local[2]) ...")
-        from .local_spark import local_spark
+        from streaming.local_spark import local_spark
         spark = local_spark("binlog-cdc-demo")
         if args.metrics_port is not None:
-            from .metrics import start_metrics
+            from streaming.metrics import start_metrics
             start_metrics(spark, port=args.metrics_port)
             say(f"Prometheus metrics on http://127.0.0.1:{args.metrics_port}/metrics")
-        from .delta import DeltaUpserter
+        from streaming.delta import DeltaUpserter
         r = server.replication
         upserter = DeltaUpserter(out / "delta", host=r["host"], port=r["port"], user=r["user"],
                                  password=r["password"], app_id="cdc-demo")

@@ -108,7 +108,7 @@ def _option_text(v) -> str:
 
 def start(spark, cfg: JobConfig, upserter=None):
     """Start the streaming query of *cfg* (foreachBatch into a DeltaUpserter); returns it."""
-    from .delta import DeltaUpserter
+    from streaming.delta import DeltaUpserter
     if upserter is None:
         src = cfg.source
         upserter = DeltaUpserter(cfg.delta_path, host=src["host"], port=int(src.get("port", 3306)),
@@ -150,7 +150,7 @@ def run(cfg: JobConfig, spark=None, out=sys.stdout) -> int:
     if spark is None:
         spark = _session(cfg)
     if cfg.metrics_port is not None:
-        from .metrics import start_metrics
+        from streaming.metrics import start_metrics
         start_metrics(spark, port=cfg.metrics_port)
         print(f"Prometheus metrics on http://127.0.0.1:{cfg.metrics_port}/metrics", file=out)
     query = start(spark, cfg)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from cdc.errors import ConfigurationError
-from cdc.files import binlog_file_number as file_number
+from cdc.binlog.files import binlog_file_number as file_number
 
 @dataclass(frozen=True)
 class BinlogOffset:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from cdc.errors import ConfigurationError
-from cdc.transactions import TableFilter
+from cdc.binlog.transactions import TableFilter
 
 PASSWORD_ENV = "BINLOG_CDC_PASSWORD"
 

@@ -25,14 +25,14 @@ seq         string                      total order of all changes: zero-padded 
                                         ``"0000000003:000000012345:0000000007"``; sorts as text
 ==========  ==========================  ==========================================================
 
-``before``/``after`` are JSON object texts by default (``cdc.render.row_json``: exact decimals,
+``before``/``after`` are JSON object texts by default (``cdc.values.render.row_json``: exact decimals,
 ISO dates, base64 bytes; columns missing from a MINIMAL/NOBLOB image are left out). With the
 option ``table=db.t`` (typed mode) they are structs with one field per column of that table, in
 table order, typed as below (the table's definition comes from ``information_schema`` for a
 stream, or from the binlog's TABLE_MAP for a batch read of files). A column missing from an
 image, or whose value the Spark type cannot hold (zero dates ``0000-00-00``), is null there.
 
-Typed mode: column types (``SPARK_TYPES``, keyed by the type codes of :data:`cdc.coltypes.TYPES`)
+Typed mode: column types (``SPARK_TYPES``, keyed by the type codes of :data:`cdc.values.types.TYPES`)
 ====================================  ===========================================================
 TINYINT / UNSIGNED                    byte / short
 SMALLINT / UNSIGNED                   short / int
@@ -72,15 +72,15 @@ from pyspark.sql.types import (ArrayType, BinaryType, ByteType, DataType, DateTy
                                IntegerType, LongType, ShortType, StringType, StructField,
                                StructType, TimestampNTZType, TimestampType)
 
-from cdc.charsets import BINARY_COLLATION, make_text_decoder
-from cdc.coltypes import ABSENT, TYPES, ColumnDef, Geometry, InvalidTemporal
-from cdc.constants import ColumnType as T
+from cdc.values.charsets import BINARY_COLLATION, make_text_decoder
+from cdc.values.types import ABSENT, TYPES, ColumnDef, Geometry, InvalidTemporal
+from cdc.binlog.constants import ColumnType as T
 from cdc.errors import ConfigurationError, SchemaError
-from cdc.transactions import key_values
-from cdc.render import (compile_json_pair_renderer, compile_json_renderer, row_json,
+from cdc.binlog.transactions import key_values
+from cdc.values.render import (compile_json_pair_renderer, compile_json_renderer, row_json,
                         to_json_text)
 
-from .offsets import file_number
+from streaming.offsets import file_number
 
 SOURCE_TYPE = StructType([
     StructField("server_id", LongType()),
@@ -178,7 +178,7 @@ def _bit(col: ColumnDef) -> SparkColumn:
 
 def is_binary(col: ColumnDef) -> bool:
     """Whether the column decodes to bytes (binary collation, or no collation known): the same
-    test as the decoder's (:func:`cdc.charsets.make_text_decoder`)."""
+    test as the decoder's (:func:`cdc.values.charsets.make_text_decoder`)."""
     return make_text_decoder(col.collation if col.collation is not None
                              else BINARY_COLLATION) is bytes
 
@@ -271,7 +271,7 @@ _TEXT_COLLATION = 45  # utf8mb4_general_ci: stands for "a character set" when th
 
 def column_from_information_schema(index: int, row: tuple) -> ColumnDef:
     """One ``information_schema.COLUMNS`` row (see :data:`COLUMNS_SQL`) as the
-    :class:`~cdc.coltypes.ColumnDef` the binlog's TABLE_MAP would describe."""
+    :class:`~cdc.values.types.ColumnDef` the binlog's TABLE_MAP would describe."""
     (name, data_type, column_type, num_prec, num_scale, dt_prec, octets, charset, nullable,
      coll_id) = row
     dt = str(data_type).lower()
@@ -386,13 +386,13 @@ _IDENTITY_TYPES: dict[Callable, Callable[[type], bool]] = {
 
 
 class BatchBuilder:
-    """Collects the row changes of committed transactions (:class:`cdc.transactions.Transaction`)
+    """Collects the row changes of committed transactions (:class:`cdc.binlog.transactions.Transaction`)
     and turns them into ``pyarrow.RecordBatch``es of exactly the source's schema: the rows one
-    :class:`~cdc.transactions.RowChange` each would give, in the same order.
+    :class:`~cdc.binlog.transactions.RowChange` each would give, in the same order.
 
     Works per rows event, column by column: the envelope fields are runs of one value per event
     (Arrow expands them at :meth:`flush`), full row images go through a JSON renderer generated
-    per table layout (:func:`cdc.render.compile_json_renderer`), typed images are built one
+    per table layout (:func:`cdc.values.render.compile_json_renderer`), typed images are built one
     struct child at a time and go to Arrow in chunks of about ``_TYPED_CHUNK_VALUES`` values.
     """
 

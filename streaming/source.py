@@ -53,15 +53,15 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from pyspark.sql.types import StructType
 
 from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
-from cdc.files import BinlogFileReader, binlog_paths
-from cdc.gtid import GtidSet
-from cdc.lag import bytes_behind
-from cdc.replica import SqlSession, binlog_status
-from cdc.transactions import TransactionAssembler
+from cdc.binlog.files import BinlogFileReader, binlog_paths
+from cdc.binlog.gtid import GtidSet
+from cdc.cli.lag import bytes_behind
+from cdc.replica.client import SqlSession, binlog_status
+from cdc.binlog.transactions import TransactionAssembler
 
-from .offsets import BinlogOffset, file_number
-from .options import SourceOptions
-from .schema import (JSON_SCHEMA, BatchBuilder, columns_from_server, record_batches,
+from streaming.offsets import BinlogOffset, file_number
+from streaming.options import SourceOptions
+from streaming.schema import (JSON_SCHEMA, BatchBuilder, columns_from_server, record_batches,
                      typed_schema)
 
 log = logging.getLogger("binlog_cdc.spark")
@@ -77,14 +77,14 @@ SCAN_LOOKAHEAD = 4         # the driver scans up to this many limits' worth ahea
 
 def connect(opts: SourceOptions):
     """A plain SQL connection (driver-side queries: positions, information_schema)."""
-    from cdc.replica import sql_connection
+    from cdc.replica.client import sql_connection
     return sql_connection(opts.host, opts.port, opts.user, opts.password.get(), ssl=opts.ssl,
                           connect_timeout=opts.connect_timeout_s)
 
 
 def replica_client(opts: SourceOptions, start, server_id: int):
-    """A non-blocking :class:`cdc.replica.ReplicaClient` from *start*."""
-    from cdc.replica import ReplicaClient, RetryPolicy
+    """A non-blocking :class:`cdc.replica.client.ReplicaClient` from *start*."""
+    from cdc.replica.client import ReplicaClient, RetryPolicy
     return ReplicaClient(
         opts.host, opts.port, opts.user, opts.password.get(), server_id=server_id, start=start,
         blocking=False, heartbeat_interval=opts.heartbeat_s, ssl=opts.ssl,
@@ -166,7 +166,7 @@ class FilePartition(InputPartition):
 
 def columns_from_files(opts: SourceOptions, db: str, table: str):
     """The column definitions of *db.table* from the first TABLE_MAP for it in the files."""
-    from cdc.events import TableMapEvent
+    from cdc.binlog.events import TableMapEvent
     want = (db.lower(), table.lower())
     for path in binlog_paths(opts.paths):
         for ev in BinlogFileReader([path]).events():
@@ -274,7 +274,7 @@ class _GtidTracker:
         self.mariadb = mariadb
         self.state = None
         if text is not None:
-            from cdc.gtid import GtidSet, MariaGtidPosition
+            from cdc.binlog.gtid import GtidSet, MariaGtidPosition
             self.state = MariaGtidPosition.parse(text) if mariadb else GtidSet.parse(text)
 
     def advance(self, gtid: str | None) -> str | None:

@@ -10,7 +10,7 @@
 * ``mysql84`` (session): a MySQL 8.4 container (GTID on, ROW binlog) when a Docker engine is
   reachable, else the test is skipped.
 * ``row_decoder`` (function, autouse): the decoding-heavy modules (:data:`ROW_DECODER_MODULES`)
-  run every test twice, ``[c]`` with the compiled row decoder (cdc._rowdecode) and ``[python]``
+  run every test twice, ``[c]`` with the compiled row decoder (cdc.rows._rowdecode) and ``[python]``
   with the pure-Python one; ``[c]`` is skipped when the extension is not built, or fails when
   ``CI`` is set.  Elsewhere it does nothing.
 """
@@ -33,7 +33,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 from cdc.embedded import EmbeddedMariaDB  # noqa: E402
 from cdc.errors import ConfigurationError  # noqa: E402
-from cdc.replica import fetch_rows  # noqa: E402
+from cdc.replica.client import fetch_rows  # noqa: E402
 
 
 # --- the private MariaDB server -------------------------------------------------------------
@@ -258,10 +258,10 @@ def row_decoder(request: pytest.FixtureRequest):
     if name is None:
         yield None
         return
-    from cdc import rows
+    from cdc.rows import decode as rows
 
     if name == "c" and not rows.c_decoder_available():
-        msg = (f"the compiled row decoder cdc._rowdecode is not built ({rows._C_MISSING}); "
+        msg = (f"the compiled row decoder cdc.rows._rowdecode is not built ({rows._C_MISSING}); "
                f"install with a C compiler and the Python headers to test it")
         if os.environ.get("CI"):
             pytest.fail(f"CI is set: {msg}", pytrace=False)

@@ -1,0 +1,162 @@
+"""Reading binlog files from disk: one file, many files, or a directory / .index file, in order."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from cdc.errors import ConfigurationError
+from cdc.binlog.events import Event
+from cdc.binlog.parser import BinlogParser
+
+CHUNK = 1 << 20
+_NUMBERED = re.compile(r"\.\d{6,}$")
+_NUMBER = re.compile(r"(\d+)$")
+_NO_DEFAULT = object()
+
+
+def binlog_file_number(name: str, default=_NO_DEFAULT) -> int:
+    """The sequence number of a binlog file name (``mysql-bin.000042`` -> 42); binlog files
+    order by it. A name without one raises ConfigurationError, or gives *default* if given."""
+    m = _NUMBER.search(name or "")
+    if m:
+        return int(m.group(1))
+    if default is not _NO_DEFAULT:
+        return default
+    raise ConfigurationError(f"{name!r} is not a binlog file name (<basename>.<number>)")
+
+
+def binlog_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """Expand files, globs, directories and ``.index`` files into binlog files, in order.
+
+    A directory contributes the files listed in its ``*.index`` file when there is one, else its
+    files named like ``name.000123``. Order is that of the arguments, each expanded in order.
+    """
+    out: list[Path] = []
+    for item in paths:
+        p = Path(item)
+        if p.is_dir():
+            indexes = sorted(p.glob("*.index"))
+            if indexes:
+                out += _from_index(indexes[0])
+            else:
+                out += sorted((f for f in p.iterdir() if f.is_file() and _NUMBERED.search(f.name)),
+                              key=lambda f: f.name)
+        elif p.suffix == ".index" and p.is_file():
+            out += _from_index(p)
+        elif p.is_file():
+            out.append(p)
+        else:
+            matches = sorted(glob.glob(str(item)))
+            if not matches:
+                raise ConfigurationError(f"no binlog file at {item!s}: give a file, a directory of "
+                                         f"binlogs, a .index file or a glob")
+            out += [Path(m) for m in matches if Path(m).is_file()]
+    return out
+
+
+def _from_index(index: Path) -> list[Path]:
+    files = []
+    for line in index.read_text().splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        f = Path(line)
+        if not f.is_absolute():
+            f = index.parent / f.name
+        if f.is_file():
+            files.append(f)
+    return files
+
+
+class BinlogFileReader:
+    """Decode binlog files in order, yielding events with ``file``/``pos`` set.
+
+    :param start_position: skip events before this offset of the *first* file (its format
+        description is still read first).
+    :param stop_position: stop at the first event at or after this offset of the *last* file.
+    :param follow_rotate: after the last given file, continue into the file its closing ROTATE
+        names when it exists in the same directory.
+    :param progress: called as ``progress(bytes_done, bytes_total)`` after each chunk.
+    """
+
+    def __init__(self, paths: Iterable[str | os.PathLike] | str | os.PathLike, *,
+                 start_position: int | None = None, stop_position: int | None = None,
+                 verify_checksum: bool = True, follow_rotate: bool = False,
+                 progress: Callable[[int, int], None] | None = None, chunk_size: int = CHUNK):
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        self.paths = binlog_paths(paths)
+        if not self.paths:
+            raise ConfigurationError("no binlog files to read")
+        self.start_position = start_position
+        self.stop_position = stop_position
+        self.verify_checksum = verify_checksum
+        self.follow_rotate = follow_rotate
+        self.progress = progress
+        self.chunk_size = chunk_size
+        self.parser: BinlogParser | None = None
+
+    def events(self) -> Iterator[Event]:
+        paths = list(self.paths)
+        total = sum(p.stat().st_size for p in paths)
+        done = 0
+        i = 0
+        while i < len(paths):
+            path = paths[i]
+            first, last = i == 0, i == len(paths) - 1
+            start = self.start_position if first else None
+            stop = self.stop_position if last else None
+            if stop is None:
+                yield from self._file_events(path, start)
+            else:
+                for ev in self._file_events(path, start):
+                    if ev.pos is not None and ev.pos >= stop:
+                        return
+                    yield ev
+            rotate_to = self.parser.rotated_to
+            done += path.stat().st_size
+            if self.progress:
+                self.progress(done, total)
+            if last and self.follow_rotate and rotate_to:
+                nxt = path.parent / rotate_to
+                if nxt.is_file() and nxt not in paths:
+                    paths.append(nxt)
+                    total += nxt.stat().st_size
+            i += 1
+
+    __iter__ = events
+
+    def _file_events(self, path: Path, start: int | None) -> Iterator[Event]:
+        parser = BinlogParser(file=path.name, verify_checksum=self.verify_checksum)
+        self.parser = parser
+        with open(path, "rb") as f:
+            if start is not None and start > 4:
+                # The format description first (it says how to read the rest), then jump.
+                while parser.format_description is None:
+                    chunk = f.read(4096)
+                    if not chunk:
+                        break
+                    parser.feed(chunk)
+                    for ev in parser.events():
+                        if parser.format_description is not None:
+                            break
+                    if parser.format_description is not None:
+                        break
+                f.seek(start)
+                parser.seek(start)
+            while True:
+                chunk = f.read(self.chunk_size)
+                if not chunk:
+                    break
+                parser.feed(chunk)
+                yield from parser.events()
+        parser.close()
+
+
+def read_events(paths, **kw) -> Iterator[Event]:
+    """Shorthand for ``BinlogFileReader(paths, **kw).events()``."""
+    return BinlogFileReader(paths, **kw).events()

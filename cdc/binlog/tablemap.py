@@ -1,0 +1,248 @@
+"""TABLE_MAP_EVENT bodies: the column types, metadata and optional metadata of one table."""
+
+from __future__ import annotations
+
+from cdc.values.types import ColumnDef, TypeInfo, build_decoder, type_info
+from cdc.binlog.constants import ColumnType as T
+from cdc.errors import TruncatedEventError
+from cdc.binlog.wire import bits_set, bits_set_msb, read_lenenc, read_lenenc_bytes
+
+# Optional metadata field types (binlog_row_metadata=MINIMAL/FULL)
+SIGNEDNESS = 1
+DEFAULT_CHARSET = 2
+COLUMN_CHARSET = 3
+COLUMN_NAME = 4
+SET_STR_VALUE = 5
+ENUM_STR_VALUE = 6
+GEOMETRY_TYPE = 7
+SIMPLE_PRIMARY_KEY = 8
+PRIMARY_KEY_WITH_PREFIX = 9
+ENUM_AND_SET_DEFAULT_CHARSET = 10
+ENUM_AND_SET_COLUMN_CHARSET = 11
+COLUMN_VISIBILITY = 12
+VECTOR_DIMENSIONALITY = 13
+
+
+class TableMap:
+    """A table as described by a TABLE_MAP event.
+
+    ``columns`` are :class:`~cdc.values.types.ColumnDef`; ``names`` are the column names when the
+    server logged them (binlog_row_metadata=FULL), else ``None`` entries (filled by
+    :meth:`apply_names` from information_schema by callers that have a connection).
+    """
+
+    __slots__ = ("table_id", "flags", "schema", "table", "columns", "primary_key",
+                 "has_optional_metadata", "_decoders", "json_columns", "_full_row_reader")
+
+    def __init__(self, table_id: int, flags: int, schema: str, table: str,
+                 columns: list[ColumnDef], primary_key: list[int], has_optional_metadata: bool):
+        self.table_id = table_id
+        self.flags = flags
+        self.schema = schema
+        self.table = table
+        self.columns = columns
+        self.primary_key = primary_key
+        self.has_optional_metadata = has_optional_metadata
+        self._decoders = None
+        self._full_row_reader = None
+        self.json_columns = [c.index for c in columns if c.type == T.JSON]
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name if c.name is not None else f"@{c.index + 1}" for c in self.columns]
+
+    @property
+    def decoders(self):
+        """One value decoder per column, built on first use and kept."""
+        if self._decoders is None:
+            self._decoders = [build_decoder(c) for c in self.columns]
+        return self._decoders
+
+    @property
+    def full_row_reader(self):
+        """A generated reader for full, NULL-free row images (see :mod:`cdc.rows.compile`)."""
+        if self._full_row_reader is None:
+            from cdc.rows.compile import compile_full_row_reader
+            self._full_row_reader = compile_full_row_reader(self, self.decoders)
+        return self._full_row_reader
+
+    def apply_names(self, names: list[str]) -> None:
+        """Set column names (e.g. from information_schema) when the binlog did not carry them."""
+        for col, name in zip(self.columns, names):
+            if col.name is None:
+                col.name = name
+        self._decoders = None
+        self._full_row_reader = None
+
+    def same_shape(self, other: "TableMap") -> bool:
+        return (self.schema == other.schema and self.table == other.table
+                and [(c.type, c.meta) for c in self.columns] == [(c.type, c.meta) for c in other.columns])
+
+    def __repr__(self) -> str:
+        return f"TableMap({self.table_id}, {self.qualified_name}, {len(self.columns)} columns)"
+
+
+def decode_table_map(body, post_header_len: int, mariadb: bool = False) -> TableMap:
+    """Decode a TABLE_MAP body (after the common header, checksum removed).
+
+    *mariadb*: the binlog comes from MariaDB, which lists GEOMETRY columns among the character
+    columns of the charset metadata (MySQL does not).
+    """
+    try:
+        return _decode(body, post_header_len, mariadb)
+    except (IndexError, ValueError) as e:
+        raise TruncatedEventError(f"TABLE_MAP event is shorter than its layout ({e})") from None
+
+
+def _decode(body, post_header_len: int, mariadb: bool) -> TableMap:
+    if post_header_len == 6:
+        table_id = int.from_bytes(body[0:4], "little")
+        pos = 4
+    else:
+        table_id = int.from_bytes(body[0:6], "little")
+        pos = 6
+    flags = int.from_bytes(body[pos:pos + 2], "little")
+    pos = post_header_len
+    n = body[pos]
+    schema = bytes(body[pos + 1:pos + 1 + n]).decode("utf-8", "replace")
+    pos += 2 + n
+    n = body[pos]
+    table = bytes(body[pos + 1:pos + 1 + n]).decode("utf-8", "replace")
+    pos += 2 + n
+    ncols, pos = read_lenenc(body, pos)
+    types = bytes(body[pos:pos + ncols])
+    if len(types) != ncols:
+        raise TruncatedEventError("TABLE_MAP column types run past the end of the event")
+    pos += ncols
+    meta_len, pos = read_lenenc(body, pos)
+    meta_end = pos + meta_len
+    infos: list[TypeInfo] = [type_info(t) for t in types]
+    metas = []
+    for info in infos:
+        if info.meta_len:
+            metas.append(info.parse_meta(body[pos:pos + info.meta_len]))
+            pos += info.meta_len
+        else:
+            metas.append(None)
+    if pos != meta_end:
+        raise TruncatedEventError(
+            f"TABLE_MAP metadata of {schema}.{table} has {meta_end - pos:+d} unexpected bytes")
+    nbytes = (ncols + 7) // 8
+    nullable = bits_set(bytes(body[pos:pos + nbytes]), ncols)
+    pos += nbytes
+    columns = [ColumnDef(i, t, m, nl) for i, (t, m, nl) in enumerate(zip(types, metas, nullable))]
+    primary_key: list[int] = []
+    has_opt = pos < len(body)
+    if has_opt:
+        primary_key = _optional_metadata(body, pos, columns, mariadb)
+    return TableMap(table_id, flags, schema, table, columns, primary_key, has_opt)
+
+
+def _is_character(col: ColumnDef, mariadb: bool) -> bool:
+    if col.real_type == T.GEOMETRY:
+        return mariadb
+    return col.real_type not in (T.ENUM, T.SET) and type_info(col.type).character
+
+
+def _is_enum_or_set(col: ColumnDef) -> bool:
+    return col.real_type in (T.ENUM, T.SET)
+
+
+def _charset_list(value, cols: list[ColumnDef], default_form: bool) -> None:
+    """DEFAULT_CHARSET (default + exceptions) or COLUMN_CHARSET (one per column) for *cols*."""
+    p = 0
+    if default_form:
+        default, p = read_lenenc(value, p)
+        for c in cols:
+            c.collation = default
+        while p < len(value):
+            idx, p = read_lenenc(value, p)
+            coll, p = read_lenenc(value, p)
+            if idx < len(cols):
+                cols[idx].collation = coll
+    else:
+        for c in cols:
+            if p >= len(value):
+                break
+            c.collation, p = read_lenenc(value, p)
+
+
+def _str_values(value) -> list[list[str]]:
+    out = []
+    p = 0
+    while p < len(value):
+        count, p = read_lenenc(value, p)
+        names = []
+        for _ in range(count):
+            raw, p = read_lenenc_bytes(value, p)
+            names.append(raw.decode("utf-8", "replace"))
+        out.append(names)
+    return out
+
+
+def _optional_metadata(body, pos: int, columns: list[ColumnDef], mariadb: bool) -> list[int]:
+    primary_key: list[int] = []
+    character = [c for c in columns if _is_character(c, mariadb)]
+    enum_set = [c for c in columns if _is_enum_or_set(c)]
+    end = len(body)
+    while pos < end:
+        ftype = body[pos]
+        length, pos = read_lenenc(body, pos + 1)
+        value = bytes(body[pos:pos + length])
+        if len(value) != length:
+            raise TruncatedEventError("TABLE_MAP optional metadata runs past the end of the event")
+        pos += length
+        if ftype == SIGNEDNESS:
+            numeric = [c for c in columns if type_info(c.real_type).numeric]
+            for c, unsigned in zip(numeric, bits_set_msb(value, len(numeric))):
+                c.unsigned = unsigned
+        elif ftype == DEFAULT_CHARSET:
+            _charset_list(value, character, True)
+        elif ftype == COLUMN_CHARSET:
+            _charset_list(value, character, False)
+        elif ftype == ENUM_AND_SET_DEFAULT_CHARSET:
+            _charset_list(value, enum_set, True)
+        elif ftype == ENUM_AND_SET_COLUMN_CHARSET:
+            _charset_list(value, enum_set, False)
+        elif ftype == COLUMN_NAME:
+            p = 0
+            for c in columns:
+                raw, p = read_lenenc_bytes(value, p)
+                c.name = raw.decode("utf-8", "replace")
+        elif ftype == SET_STR_VALUE:
+            for c, names in zip([c for c in columns if c.real_type == T.SET], _str_values(value)):
+                c.set_values = names
+        elif ftype == ENUM_STR_VALUE:
+            for c, names in zip([c for c in columns if c.real_type == T.ENUM], _str_values(value)):
+                c.enum_values = names
+        elif ftype == GEOMETRY_TYPE:
+            p = 0
+            for c in [c for c in columns if c.real_type == T.GEOMETRY]:
+                c.geometry_type, p = read_lenenc(value, p)
+        elif ftype == SIMPLE_PRIMARY_KEY:
+            p = 0
+            while p < len(value):
+                idx, p = read_lenenc(value, p)
+                primary_key.append(idx)
+        elif ftype == PRIMARY_KEY_WITH_PREFIX:
+            p = 0
+            while p < len(value):
+                idx, p = read_lenenc(value, p)
+                _prefix, p = read_lenenc(value, p)
+                primary_key.append(idx)
+        elif ftype == COLUMN_VISIBILITY:
+            for c, visible in zip(columns, bits_set_msb(value, len(columns))):
+                c.visible = visible
+        elif ftype == VECTOR_DIMENSIONALITY:
+            p = 0
+            for c in [c for c in columns if c.real_type == T.VECTOR]:
+                c.vector_dimensions, p = read_lenenc(value, p)
+        # unknown field types are skipped: their length is known
+    for idx in primary_key:
+        if idx < len(columns):
+            columns[idx].primary_key = True
+    return primary_key

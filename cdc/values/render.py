@@ -1,0 +1,360 @@
+"""Turning decoded values into text: JSON (exact decimals) and ``mysqlbinlog -v`` style.
+
+JSON mapping (used by the CLI's jsonl output and the Spark envelope's ``before``/``after``):
+
+==================  ===========================================================
+None                null
+int / float         number (NaN/inf: null -- MySQL cannot store them)
+Decimal             number with every digit (never through float)
+str                 string
+bytes               base64 string
+date / datetime     ISO 8601 string; TIMESTAMP (UTC) ends in ``Z``
+timedelta (TIME)    ``"[-]HH:MM:SS[.ffffff]"`` (hours may exceed 24)
+InvalidTemporal     its text, e.g. ``"0000-00-00"``
+Geometry            ``{"srid": n, "wkb": base64}``
+JSON documents      nested JSON
+==================  ===========================================================
+Columns absent from an image (binlog_row_image MINIMAL/NOBLOB) are left out.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as _dt
+import json
+import math
+import re
+import struct
+from decimal import Decimal
+from operator import itemgetter
+
+from cdc.cache import BoundedCache
+from cdc.values.types import ABSENT, ColumnDef, Geometry, InvalidTemporal
+from cdc.binlog.constants import ColumnType as T
+
+_str = json.encoder.encode_basestring
+
+
+def time_text(td: _dt.timedelta) -> str:
+    neg = td < _dt.timedelta(0)
+    if neg:
+        td = -td
+    total = td.days * 86400 + td.seconds
+    h, rem = divmod(total, 3600)
+    m, s = divmod(rem, 60)
+    text = "%s%02d:%02d:%02d" % ("-" if neg else "", h, m, s)
+    if td.microseconds:
+        text += ".%06d" % td.microseconds
+    return text
+
+
+def _datetime_text(v: _dt.datetime) -> str:
+    if v.tzinfo is not None:
+        v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        return v.isoformat() + "Z"
+    return v.isoformat()
+
+
+def to_json_text(v) -> str:
+    """One value as JSON text (see the module docstring for the mapping)."""
+    if v is None:
+        return "null"
+    t = type(v)
+    if t is int:
+        return str(v)
+    if t is str or t is InvalidTemporal:
+        return _str(v)
+    if t is float:
+        return repr(v) if math.isfinite(v) else "null"
+    if t is Decimal:
+        return format(v, "f") if v.is_finite() else "null"
+    if t is bool:
+        return "true" if v else "false"
+    if t is bytes:
+        return '"' + base64.b64encode(v).decode("ascii") + '"'
+    if t is _dt.datetime:
+        return '"' + _datetime_text(v) + '"'
+    if t is _dt.date:
+        return '"' + v.isoformat() + '"'
+    if t is _dt.timedelta:
+        return '"' + time_text(v) + '"'
+    if t is Geometry:
+        return '{"srid": %d, "wkb": "%s"}' % (v.srid, base64.b64encode(v.wkb).decode("ascii"))
+    if isinstance(v, dict):
+        return "{" + ", ".join(_str(str(k)) + ": " + to_json_text(x) for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(to_json_text(x) for x in v) + "]"
+    if isinstance(v, (int, float, str, bytes)):  # subclasses (bool handled above)
+        return to_json_text(t.__mro__[1](v) if t.__mro__[1] in (int, float, str, bytes) else str(v))
+    return _str(str(v))
+
+
+def row_json(columns, values) -> str:
+    """One row image as a JSON object text: ``{"col": value, ...}``, absent columns left out."""
+    if values is None:
+        return "null"
+    return "{" + ", ".join(_str(c) + ": " + to_json_text(v)
+                           for c, v in zip(columns, values) if v is not ABSENT) + "}"
+
+
+# --- generated renderers: row_json for many full images of one table ---------------------------
+#
+# One expression per column type, on the value ``v``: a fast branch guarded by an exact type test
+# (and whatever else makes it produce exactly what to_json_text would), else to_json_text itself.
+# Every expression yields a str, an exact int or a finite float (``%s`` formats them as str()
+# would, and str() of a float is its repr()).
+
+_INT_TYPES = (T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.YEAR, T.BIT)
+_TEXT_TYPES = (T.VARCHAR, T.VAR_STRING, T.STRING, T.ENUM, T.SET, T.TINY_BLOB, T.MEDIUM_BLOB,
+               T.LONG_BLOB, T.BLOB)
+_JSON_EXPR: dict[int, str] = {}
+for _t in _INT_TYPES:
+    _JSON_EXPR[_t] = "(v if type(v) is int else J(v))"
+for _t in _TEXT_TYPES:
+    # str() of a plain str is the text itself; bytes (binary collations): base64
+    _JSON_EXPR[_t] = ("(S(v) if type(v) is str else "
+                      "'\"' + B64(v, newline=False).decode('ascii') + '\"' if type(v) is bytes "
+                      "else J(v))")
+for _t in (T.FLOAT, T.DOUBLE):
+    # finite (nan compares false): the float itself, str() of a float is its repr()
+    _JSON_EXPR[_t] = "(v if type(v) is float and -INF < v < INF else J(v))"
+for _t in (T.NEWDECIMAL, T.DECIMAL):
+    # str() is format(v, "f") whenever it has no exponent (finite, exponent <= 0, adjusted >= -6)
+    _JSON_EXPR[_t] = ("(t if type(v) is DEC and 'E' not in (t := STR(v)) and v.is_finite() "
+                      "else J(v))")
+for _t in (T.DATETIME, T.DATETIME2):
+    _JSON_EXPR[_t] = "('\"' + v.isoformat() + '\"' if type(v) is DT and v.tzinfo is None else J(v))"
+for _t in (T.TIMESTAMP, T.TIMESTAMP2):
+    # an aware UTC datetime's isoformat() ends in "+00:00": to_json_text writes "Z"
+    _JSON_EXPR[_t] = ("('\"' + v.isoformat()[:-6] + 'Z\"' if type(v) is DT and v.tzinfo is UTC "
+                      "else J(v))")
+for _t in (T.DATE, T.NEWDATE):
+    _JSON_EXPR[_t] = "('\"' + v.isoformat() + '\"' if type(v) is DATE else J(v))"
+for _t in (T.TIME, T.TIME2):
+    _JSON_EXPR[_t] = "('\"' + TT(v) + '\"' if type(v) is TD else J(v))"
+del _t
+_GENERIC_EXPR = "J(v)"    # NULL, JSON documents, GEOMETRY, VECTOR, unknown codes
+
+_RENDER_ENV = {"J": to_json_text, "S": _str, "B64": binascii.b2a_base64, "DEC": Decimal,
+               "STR": str, "DT": _dt.datetime, "DATE": _dt.date, "TD": _dt.timedelta,
+               "UTC": _dt.timezone.utc, "TT": time_text, "IG": itemgetter, "INF": math.inf}
+_RENDERERS = BoundedCache(512)
+
+
+def _value_expr(col: ColumnDef, var: str) -> str:
+    """The expression rendering the value in variable *var* of column *col*."""
+    expr = _JSON_EXPR.get(col.real_type, _GENERIC_EXPR)
+    return re.sub(r"\bv\b", var, re.sub(r"\bt\b", "t_" + var, expr))
+
+
+def _object_format(names) -> str:
+    """The ``%`` format of a JSON object with these keys (``%s`` for each value)."""
+    return "{" + ", ".join(_str(n).replace("%", "%%") + ": %s" for n in names) + "}"
+
+
+def _compile_renderer(src: str, fmt: str):
+    env = dict(_RENDER_ENV, FMT=fmt)
+    exec(compile(src, "<json renderer>", "exec"), env)
+    render = env["render"]
+    render.source = src
+    return render
+
+
+def compile_json_renderer(columns: list[ColumnDef], names: list[str], indexes=None):
+    """A function ``render(rows) -> list[str]`` for full row images of one table: *rows* are
+    value tuples holding every column of *columns* (none ABSENT).
+
+    Without *indexes*: each row's ``row_json(names, row)``. With *indexes* (e.g. a primary
+    key): each row's ``to_json_text({names[i]: row[i] for i in indexes})``.
+
+    Generated once per layout (names, types, indexes) and cached, like the row readers of
+    :mod:`cdc.rows.compile`: one list comprehension with a specialised expression per column.
+    """
+    if indexes is not None:
+        indexes = tuple(indexes)
+    key = ("rows", tuple(names), tuple(c.real_type for c in columns), indexes)
+    return _RENDERERS.get_or_build(key, lambda: _build_json_renderer(columns, names, indexes))
+
+
+def _build_json_renderer(columns, names, indexes):
+    if indexes is None:
+        indexes = tuple(range(len(columns)))
+        source = "rows"
+    else:
+        if len({names[i] for i in indexes}) != len(indexes):
+            # a repeated column or name: the dict keeps one -- no shortcut
+            def render(rows):
+                return [to_json_text({names[i]: r[i] for i in indexes}) for r in rows]
+            return render
+        source = "map(IG(" + ", ".join(str(i) for i in indexes) + "), rows)"
+    if not indexes:
+        return lambda rows: ["{}" for _ in rows]
+    values = ", ".join(_value_expr(columns[i], f"v{i}") for i in indexes)
+    target = ", ".join(f"v{i}" for i in indexes)
+    src = f"def render(rows):\n    return [FMT % ({values},) for {target} in {source}]\n"
+    return _compile_renderer(src, _object_format(names[i] for i in indexes))
+
+
+def compile_json_pair_renderer(columns: list[ColumnDef], names: list[str]):
+    """A function ``render(pairs) -> (before texts, after texts)`` for the (before, after)
+    pairs of an update whose images both hold every column: ``row_json(names, image)`` of each.
+
+    An after-image value that *is* its before-image value (the row readers hand an unchanged
+    DECIMAL/DATETIME over as the same object) takes the text already made for it.
+    """
+    key = ("pairs", tuple(names), tuple(c.real_type for c in columns))
+    return _RENDERERS.get_or_build(key, lambda: _build_json_pair_renderer(columns, names))
+
+
+def _build_json_pair_renderer(columns, names):
+    n = len(columns)
+    if not n:
+        return lambda pairs: (["{}"] * len(pairs), ["{}"] * len(pairs))
+    before, after = [], []
+    for i, col in enumerate(columns):
+        if _JSON_EXPR.get(col.real_type) == _JSON_EXPR[T.LONG]:
+            # an int is as cheap to render as to look up
+            before.append(_value_expr(col, f"b{i}"))
+            after.append(_value_expr(col, f"a{i}"))
+        else:
+            before.append(f"(u{i} := {_value_expr(col, f'b{i}')})")
+            after.append(f"(u{i} if a{i} is b{i} else {_value_expr(col, f'a{i}')})")
+    src = "\n".join([
+        "def render(pairs):",
+        "    before, after = [], []",
+        "    bappend, aappend = before.append, after.append",
+        "    for (%s), (%s) in pairs:" % (", ".join(f"b{i}" for i in range(n)) + ",",
+                                          ", ".join(f"a{i}" for i in range(n)) + ","),
+        f"        bappend(FMT % ({', '.join(before)},))",
+        f"        aappend(FMT % ({', '.join(after)},))",
+        "    return before, after",
+        ""])
+    return _compile_renderer(src, _object_format(names))
+
+
+# --- mysqlbinlog -v ------------------------------------------------------------------------------
+
+_INT_BITS = {T.TINY: 8, T.SHORT: 16, T.INT24: 24, T.LONG: 32, T.LONGLONG: 64}
+
+
+def _quoted(raw: bytes) -> bytes:
+    out = bytearray(b"'")
+    for b in raw:
+        if b < 0x20:
+            out += b"\\x%02x" % b
+        else:
+            out.append(b)
+    out.append(0x27)
+    return bytes(out)
+
+
+def _encode_text(v: str, col: ColumnDef) -> bytes:
+    from cdc.values.charsets import MYSQL_LATIN1_TABLE, codec_of
+    codec = codec_of(col.collation)
+    if codec == "mysql-latin1":
+        return bytes(MYSQL_LATIN1_TABLE.index(ch) for ch in v)
+    if codec in (None, "utf-8?"):
+        codec = "utf-8"
+    return v.encode(codec, "surrogateescape" if codec == "utf-8" else "strict")
+
+
+def _frac(us: int, fsp: int) -> str:
+    return ("." + ("%06d" % us)[:fsp]) if fsp else ""
+
+
+def mysqlbinlog_value(v, col: ColumnDef) -> bytes:
+    """A value exactly as ``mariadb-binlog -v`` / ``mysqlbinlog -v`` prints it (bytes: the tools
+    print string bytes raw)."""
+    if v is None:
+        return b"NULL"
+    rt = col.real_type
+    if rt in _INT_BITS:
+        bits = _INT_BITS[rt]
+        signed = v - (1 << bits) if v >= 1 << (bits - 1) else v
+        if signed < 0:
+            return b"%d (%d)" % (signed, signed + (1 << bits))
+        return b"%d" % signed
+    if rt == T.YEAR:
+        return b"%d" % (v or 1900)  # the tools print 1900 + the stored byte, 0 included
+    if rt == T.FLOAT:
+        return (b"%-20g" % v)
+    if rt == T.DOUBLE:
+        return (b"%-.20g" % v)
+    if rt == T.NEWDECIMAL:
+        return format(v, "f").encode()
+    if rt in (T.DATETIME2, T.DATETIME):
+        fsp = col.meta or 0 if rt == T.DATETIME2 else 0
+        if isinstance(v, InvalidTemporal):
+            return b"'" + v.encode() + b"'"
+        return ("'%04d-%02d-%02d %02d:%02d:%02d%s'" % (v.year, v.month, v.day, v.hour, v.minute,
+                                                       v.second, _frac(v.microsecond, fsp))).encode()
+    if rt in (T.TIMESTAMP2, T.TIMESTAMP):
+        fsp = col.meta or 0 if rt == T.TIMESTAMP2 else 0
+        if isinstance(v, InvalidTemporal):
+            return b"0" + (b"." + b"0" * fsp if fsp else b"")
+        secs = int((v - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)).total_seconds() // 1)
+        return ("%d%s" % (secs, _frac(v.microsecond, fsp))).encode()
+    if rt in (T.TIME2, T.TIME):
+        fsp = col.meta or 0 if rt == T.TIME2 else 0
+        neg = v < _dt.timedelta(0)
+        a = -v if neg else v
+        total = a.days * 86400 + a.seconds
+        return ("'%s%02d:%02d:%02d%s'" % ("-" if neg else "", total // 3600, total // 60 % 60,
+                                          total % 60, _frac(a.microseconds, fsp))).encode()
+    if rt in (T.DATE, T.NEWDATE):
+        if isinstance(v, InvalidTemporal):
+            return b"'" + v.replace("-", ":").encode() + b"'"
+        return b"'%04d:%02d:%02d'" % (v.year, v.month, v.day)
+    if rt == T.BIT:
+        bits, nbytes = col.meta
+        width = nbytes * 8 + bits
+        return b"b'" + format(v, "0%db" % width).encode() + b"'"
+    if rt == T.ENUM:
+        idx = v if isinstance(v, int) else (col.enum_values.index(v) + 1 if v else 0)
+        return b"%d" % idx
+    if rt == T.SET:
+        if isinstance(v, int):
+            mask = v
+        else:
+            names = set(v.split(",")) if v else set()
+            mask = sum(1 << i for i, n in enumerate(col.set_values) if n in names)
+        return b"b'" + format(mask, "0%db" % (col.meta[1] * 8)).encode() + b"'"
+    if rt == T.GEOMETRY:
+        return _quoted(struct.pack("<I", v.srid) + v.wkb)
+    if rt == T.VECTOR:
+        return _quoted(struct.pack("<%df" % len(v), *v))
+    if isinstance(v, bytes):
+        if rt == T.STRING:
+            v = v.rstrip(b"\0")  # the binlog stores BINARY(n) without its padding
+        return _quoted(v)
+    if isinstance(v, str):
+        return _quoted(_encode_text(v, col))
+    return _quoted(str(v).encode())
+
+
+def mysqlbinlog_rows(change_kind: str, table, rows) -> list[bytes]:
+    """The ``### ...`` lines mysqlbinlog -v prints for one rows event."""
+    q = ("`%s`.`%s`" % (table.schema, table.table)).encode()
+    cols = table.columns
+    out = []
+
+    def image(values):
+        for c, v in zip(cols, values):
+            if v is ABSENT:
+                continue
+            out.append(b"###   @%d=%s" % (c.index + 1, mysqlbinlog_value(v, c)))
+
+    for row in rows:
+        if change_kind == "insert":
+            out += [b"### INSERT INTO " + q, b"### SET"]
+            image(row)
+        elif change_kind == "delete":
+            out += [b"### DELETE FROM " + q, b"### WHERE"]
+            image(row)
+        else:
+            out += [b"### UPDATE " + q, b"### WHERE"]
+            image(row[0])
+            out.append(b"### SET")
+            image(row[1])
+    return out
