@@ -11,8 +11,9 @@
   reachable, else the test is skipped.
 * ``row_decoder`` (function, autouse): the decoding-heavy modules (:data:`ROW_DECODER_MODULES`)
   run every test twice, ``[c]`` with the compiled row decoder (cdc.rows._rowdecode) and ``[python]``
-  with the pure-Python one; ``[c]`` is skipped when the extension is not built, or fails when
-  ``CI`` is set.  Elsewhere it does nothing.
+  with the pure-Python one, made the process default (``cdc.rows.backend.set_default_decoder``:
+  what parsers created without ``row_decoder=`` decode with); ``[c]`` is skipped when the
+  extension is not built, or fails when ``CI`` is set.  Elsewhere it does nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 from cdc.embedded import EmbeddedMariaDB  # noqa: E402
 from cdc.errors import ConfigurationError  # noqa: E402
-from cdc.replica.client import fetch_rows  # noqa: E402
+from cdc.replica.sql import fetch_rows  # noqa: E402
 
 
 # --- the private MariaDB server -------------------------------------------------------------
@@ -253,22 +254,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(autouse=True)
 def row_decoder(request: pytest.FixtureRequest):
-    """The row decoder of this test (``"c"``/``"python"``), or None when not parametrized."""
+    """The row decoder of this test (``"c"``/``"python"``), or None when not parametrized.
+
+    It is made the process default for the test, so rows events of every parser the test (or
+    a module fixture, when rows are decoded during the test) creates without ``row_decoder=``
+    decode with it."""
     name = getattr(request, "param", None)
     if name is None:
         yield None
         return
-    from cdc.rows import decode as rows
+    from cdc.rows import backend
 
-    if name == "c" and not rows.c_decoder_available():
-        msg = (f"the compiled row decoder cdc.rows._rowdecode is not built ({rows._C_MISSING}); "
+    if name == "c" and not backend.c_decoder_available():
+        msg = (f"the compiled row decoder cdc.rows._rowdecode is not built ({backend.C_MISSING}); "
                f"install with a C compiler and the Python headers to test it")
         if os.environ.get("CI"):
             pytest.fail(f"CI is set: {msg}", pytrace=False)
         pytest.skip(msg)
-    previous = rows.active_decoder()
-    rows.set_decoder(name)
+    previous = backend.active_decoder()
+    backend.set_default_decoder(name)
     try:
         yield name
     finally:
-        rows.set_decoder(previous)
+        backend.set_default_decoder(previous)

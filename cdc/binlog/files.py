@@ -8,25 +8,13 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from cdc.errors import ConfigurationError
 from cdc.binlog.events import Event
 from cdc.binlog.parser import BinlogParser
+from cdc.errors import ConfigurationError
+from cdc.rows.backend import resolve_decoder
 
 CHUNK = 1 << 20
 _NUMBERED = re.compile(r"\.\d{6,}$")
-_NUMBER = re.compile(r"(\d+)$")
-_NO_DEFAULT = object()
-
-
-def binlog_file_number(name: str, default=_NO_DEFAULT) -> int:
-    """The sequence number of a binlog file name (``mysql-bin.000042`` -> 42); binlog files
-    order by it. A name without one raises ConfigurationError, or gives *default* if given."""
-    m = _NUMBER.search(name or "")
-    if m:
-        return int(m.group(1))
-    if default is not _NO_DEFAULT:
-        return default
-    raise ConfigurationError(f"{name!r} is not a binlog file name (<basename>.<number>)")
 
 
 def binlog_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
@@ -81,12 +69,15 @@ class BinlogFileReader:
     :param follow_rotate: after the last given file, continue into the file its closing ROTATE
         names when it exists in the same directory.
     :param progress: called as ``progress(bytes_done, bytes_total)`` after each chunk.
+    :param row_decoder: the row decoder of the rows events (``"c"``, ``"python"``, ``"auto"``;
+        None: the process default), as :class:`~cdc.binlog.parser.BinlogParser` takes it.
     """
 
     def __init__(self, paths: Iterable[str | os.PathLike] | str | os.PathLike, *,
                  start_position: int | None = None, stop_position: int | None = None,
                  verify_checksum: bool = True, follow_rotate: bool = False,
-                 progress: Callable[[int, int], None] | None = None, chunk_size: int = CHUNK):
+                 progress: Callable[[int, int], None] | None = None, chunk_size: int = CHUNK,
+                 row_decoder: str | None = None):
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         self.paths = binlog_paths(paths)
@@ -98,6 +89,7 @@ class BinlogFileReader:
         self.follow_rotate = follow_rotate
         self.progress = progress
         self.chunk_size = chunk_size
+        self.row_decoder = resolve_decoder(row_decoder)
         self.parser: BinlogParser | None = None
 
     def events(self) -> Iterator[Event]:
@@ -131,7 +123,8 @@ class BinlogFileReader:
     __iter__ = events
 
     def _file_events(self, path: Path, start: int | None) -> Iterator[Event]:
-        parser = BinlogParser(file=path.name, verify_checksum=self.verify_checksum)
+        parser = BinlogParser(file=path.name, verify_checksum=self.verify_checksum,
+                              row_decoder=self.row_decoder)
         self.parser = parser
         with open(path, "rb") as f:
             if start is not None and start > 4:
@@ -158,5 +151,5 @@ class BinlogFileReader:
 
 
 def read_events(paths, **kw) -> Iterator[Event]:
-    """Shorthand for ``BinlogFileReader(paths, **kw).events()``."""
+    """Shorthand for ``BinlogFileReader(paths, **kw).events()`` (``row_decoder=`` too)."""
     return BinlogFileReader(paths, **kw).events()

@@ -55,15 +55,18 @@ class BinlogParser:
     :param checksum: stream framing: the checksum algorithm negotiated with the source, used
         for events before the first format description (the artificial ROTATE).
     :param expand_payloads: yield the events inside TRANSACTION_PAYLOAD after it (default).
+    :param row_decoder: the row decoder of the rows events: ``"c"`` (compiled), ``"python"``,
+        ``"auto"`` (compiled when built), or None (the process default, ``$BINLOG_CDC_DECODER``;
+        see :mod:`cdc.rows.backend`).
     """
 
     def __init__(self, *, stream: bool = False, file: str | None = None, position: int = 4,
                  verify_checksum: bool = True, checksum: ChecksumAlg | None = None,
-                 expand_payloads: bool = True):
+                 expand_payloads: bool = True, row_decoder: str | None = None):
         self.stream = stream
         self.verify_checksum = verify_checksum
         self.expand_payloads = expand_payloads
-        self.ctx = Context(checksum)
+        self.ctx = Context(checksum, row_decoder)
         self.ctx.file = file
         self._buf = b""           # bytes being decoded; events are memoryview slices of it
         self._off = 0

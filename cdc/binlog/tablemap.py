@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from cdc.values.types import ColumnDef, TypeInfo, build_decoder, type_info
 from cdc.binlog.constants import ColumnType as T
-from cdc.errors import TruncatedEventError
 from cdc.binlog.wire import bits_set, bits_set_msb, read_lenenc, read_lenenc_bytes
+from cdc.errors import TruncatedEventError
+from cdc.rows.decode import RowPlans
+from cdc.values.types import ColumnDef, TypeInfo, type_info
 
 # Optional metadata field types (binlog_row_metadata=MINIMAL/FULL)
 SIGNEDNESS = 1
@@ -29,10 +30,12 @@ class TableMap:
     ``columns`` are :class:`~cdc.values.types.ColumnDef`; ``names`` are the column names when the
     server logged them (binlog_row_metadata=FULL), else ``None`` entries (filled by
     :meth:`apply_names` from information_schema by callers that have a connection).
+    ``row_plans`` (:class:`cdc.rows.decode.RowPlans`) keeps what decoding this table's row
+    images needs: per-column decoders, generated readers, compiled-decoder plans.
     """
 
     __slots__ = ("table_id", "flags", "schema", "table", "columns", "primary_key",
-                 "has_optional_metadata", "_decoders", "json_columns", "_full_row_reader")
+                 "has_optional_metadata", "json_columns", "row_plans")
 
     def __init__(self, table_id: int, flags: int, schema: str, table: str,
                  columns: list[ColumnDef], primary_key: list[int], has_optional_metadata: bool):
@@ -43,9 +46,8 @@ class TableMap:
         self.columns = columns
         self.primary_key = primary_key
         self.has_optional_metadata = has_optional_metadata
-        self._decoders = None
-        self._full_row_reader = None
         self.json_columns = [c.index for c in columns if c.type == T.JSON]
+        self.row_plans = RowPlans(self)
 
     @property
     def qualified_name(self) -> str:
@@ -56,27 +58,18 @@ class TableMap:
         return [c.name if c.name is not None else f"@{c.index + 1}" for c in self.columns]
 
     @property
-    def decoders(self):
-        """One value decoder per column, built on first use and kept."""
-        if self._decoders is None:
-            self._decoders = [build_decoder(c) for c in self.columns]
-        return self._decoders
-
-    @property
     def full_row_reader(self):
-        """A generated reader for full, NULL-free row images (see :mod:`cdc.rows.compile`)."""
-        if self._full_row_reader is None:
-            from cdc.rows.compile import compile_full_row_reader
-            self._full_row_reader = compile_full_row_reader(self, self.decoders)
-        return self._full_row_reader
+        """The generated reader for full, NULL-free row images (``row_plans.full_row_reader``,
+        see :mod:`cdc.rows.compile`); another object once :meth:`apply_names` changed names."""
+        return self.row_plans.full_row_reader
 
     def apply_names(self, names: list[str]) -> None:
-        """Set column names (e.g. from information_schema) when the binlog did not carry them."""
+        """Set column names (e.g. from information_schema) when the binlog did not carry them;
+        the decoding plans built so far are dropped (a new :attr:`row_plans`)."""
         for col, name in zip(self.columns, names):
             if col.name is None:
                 col.name = name
-        self._decoders = None
-        self._full_row_reader = None
+        self.row_plans = RowPlans(self)
 
     def same_shape(self, other: "TableMap") -> bool:
         return (self.schema == other.schema and self.table == other.table

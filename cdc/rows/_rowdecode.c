@@ -1,17 +1,19 @@
 /*
  * cdc.rows._rowdecode: optional compiled decoder of the row images of one rows event.
  *
- * The pure-Python path (cdc/rows.py, cdc/rowcompile.py, cdc/coltypes.py) is the reference; this
- * module produces exactly the same Python values, faster.  cdc/rows.py builds one Plan per table
- * map and column-presence bitmap: per present column a native kind (ints, floats, YEAR, UTF-8
- * text and binary strings, DECIMAL, DATETIME2, TIMESTAMP2, TIME2, DATE, BIT) or FALLBACK, plus
- * that column's own decoder from the Python type table.  The decoder is called as
+ * The pure-Python path (cdc/rows/decode.py, cdc/rows/compile.py, cdc/values/types.py) is the
+ * reference; this module produces exactly the same Python values, faster.  cdc/rows/decode.py
+ * (RowPlans.c_plan) builds one Plan per table map and column-presence bitmap from the binary
+ * layouts of the type table (cdc.values.types.column_layout): per present column its kind (ints,
+ * floats, YEAR, UTF-8 text and binary strings, DECIMAL, DATETIME2, TIMESTAMP2, TIME2, DATE, BIT)
+ * or FALLBACK with the layout's arguments a and b, plus that column's own decoder from the type
+ * table.  The kind names below are the Layout.kind names.  The decoder is called as
  * ``dec(data, pos) -> (value, pos)`` for FALLBACK columns and for values the native code does
  * not build itself (zero/invalid dates, malformed DECIMAL digit groups ...), so the rules for
- * rare types and odd values live in one place: cdc/coltypes.py.
+ * rare types and odd values live in one place: cdc/values/types.py.
  *
- * Never reads past len(data): a short image raises ValueError, which cdc/rows.py turns into
- * TruncatedEventError like the Python path's IndexError/struct.error.
+ * Never reads past len(data): a short image raises ValueError, which cdc/rows/decode.py turns
+ * into TruncatedEventError like the Python path's IndexError/struct.error.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -57,7 +59,7 @@ typedef struct {
     Py_ssize_t npresent;    /* columns in the image */
     Py_ssize_t null_bytes;
     int full;               /* every column present, in order */
-    PyObject *absent;       /* cdc.values.types.ABSENT */
+    PyObject *absent;       /* cdc.values.kinds.ABSENT */
     ColSpec *cols;
 } PlanObject;
 
@@ -156,7 +158,7 @@ spec_init(ColSpec *c, PyObject *item, Py_ssize_t ncols)
             PyErr_SetString(PyExc_ValueError, "unsupported DECIMAL precision/scale");
             return -1;
         }
-        /* the layout of coltypes.decimal_groups */
+        /* the layout of cdc.values.decimal.decimal_groups */
         if (intg % 9) {
             c->gbytes[n] = DIG2BYTES[intg % 9];
             c->gdigits[n++] = (unsigned char)(intg % 9);
@@ -778,8 +780,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT, "cdc.rows._rowdecode",
-    "Compiled row-image decoder (optional; cdc/rows.py falls back to pure Python).", -1, methods,
-    NULL, NULL, NULL, NULL,
+    "Compiled row-image decoder (optional; cdc.rows.decode falls back to pure Python).", -1,
+    methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC

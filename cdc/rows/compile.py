@@ -3,11 +3,16 @@
 For a row image that holds every column and no NULL (the common case), the generic reader
 loops over per-column decoders. This module writes straight-line Python per table instead:
 
-* consecutive fixed-width integer/float columns -- and the length prefix of a following
-  string -- are read by a single ``struct`` call;
-* UTF-8 and binary VARCHAR/CHAR/TEXT/BLOB values are sliced and decoded inline;
-* DECIMAL up to 18 digits and DATETIME(n) are decoded inline (one ``int.from_bytes`` each);
+* consecutive fixed-width numbers (a ``struct`` code in their layout) -- and the length prefix
+  of a following string -- are read by a single ``struct`` call;
+* ``STR`` (UTF-8) and unpadded ``BYTES`` strings (VARCHAR/CHAR/TEXT/BLOB) are sliced and
+  decoded inline;
+* ``DECIMAL`` up to 18 digits and ``DATETIME2`` are decoded inline (one ``int.from_bytes`` each);
 * every other column calls its decoder from the one type table (:mod:`cdc.values.types`).
+
+What a column is comes from its binary layout in the type table
+(:func:`cdc.values.types.column_layout`), the records the compiled decoder's plans are built
+from too.
 
 Two kinds of function come out of one generated image body:
 
@@ -17,7 +22,10 @@ Two kinds of function come out of one generated image body:
   images, or before/after pairs of an update), checking each NULL bitmap itself and handing
   rows with NULLs to the generic reader, so the common row costs no Python call at all.
 
-Values are identical to the generic path (tests/test_rowcompile.py runs both on the same events).
+Values are identical to the generic path (tests/live/test_rowcompile.py runs both on the same
+events).  Generated code is cached per table shape (a table map is logged again with every
+transaction); the readers of one table map are kept in its ``tmap.row_plans``
+(:class:`cdc.rows.decode.RowPlans`).
 """
 
 from __future__ import annotations
@@ -25,60 +33,35 @@ from __future__ import annotations
 import datetime as _dt
 import re
 import struct
-import types
 from decimal import Decimal
 
 from cdc.cache import BoundedCache
-from cdc.values.charsets import codec_of
-from cdc.values.types import _frac_reader, _make_datetime, decimal_groups, decimal_size
-from cdc.binlog.constants import ColumnType as T
+from cdc.values.decimal import decimal_groups
+from cdc.values.temporal import fraction_bytes, make_datetime
+from cdc.values.types import Layout, column_layout
 
-_STRUCT_CODES = {T.TINY: "b", T.SHORT: "h", T.LONG: "i", T.LONGLONG: "q", T.FLOAT: "f",
-                 T.DOUBLE: "d"}
 _LEN_CODES = {1: "B", 2: "H", 4: "I"}
-_BLOBS = (T.TINY_BLOB, T.BLOB, T.MEDIUM_BLOB, T.LONG_BLOB)
 _BEFORE_NAMES = re.compile(r"\b([vr])(\d+)\b")
 
 
-def _struct_code(col) -> str | None:
-    code = _STRUCT_CODES.get(col.real_type)
-    if code is None:
-        return None
-    if col.unsigned and code in "bhiq":
-        code = code.upper()
-    return code
-
-
-def _inline_string(col):
+def _inline_string(layout: Layout):
     """(length-prefix size, text codec or None for bytes) for strings sliced inline, else None.
 
-    VARCHAR/CHAR/TEXT in UTF-8 and VARBINARY/BLOB; BINARY(n) (padded back) and other character
-    sets keep their decoder.
+    ``STR`` (UTF-8) and ``BYTES`` without padding; BINARY(n) (padded back to n bytes) and other
+    character sets (``FALLBACK``) keep their decoder.
     """
-    codec = codec_of(col.collation)
-    if codec not in ("utf-8", None):
-        return None
-    rt = col.real_type
-    if rt in (T.VARCHAR, T.VAR_STRING):
-        lb = 1 if col.meta < 256 else 2
-    elif rt == T.STRING:
-        if codec is None:
-            return None        # BINARY(n): the decoder pads the value back to n bytes
-        lb = 1 if col.meta[1] < 256 else 2
-    elif rt in _BLOBS:
-        lb = col.meta
-    else:
-        return None
-    if codec is None and col.collation is None:
-        return None            # unknown collation: the decoder's own rules apply
-    return lb, codec
+    if layout.kind == "STR":
+        return layout.a, "utf-8"
+    if layout.kind == "BYTES" and not layout.b:
+        return layout.a, None
+    return None
 
 
-def _decimal_lines(col, i: int, env: dict, ind: str) -> list[str] | None:
-    precision, scale = col.meta
+def _decimal_lines(layout: Layout, i: int, env: dict, ind: str) -> tuple[int, list[str]] | None:
+    precision, scale = layout.a, layout.b
     if precision > 18:
         return None
-    size = decimal_size(precision, scale)
+    size = layout.size
     groups = decimal_groups(precision, scale)
     nbits = size * 8
     top = 1 << (nbits - 1)
@@ -103,10 +86,10 @@ def _decimal_lines(col, i: int, env: dict, ind: str) -> list[str] | None:
     ]
 
 
-def _datetime2_lines(col, i: int, ind: str) -> list[str]:
-    fsp = col.meta or 0
-    nfrac, mult = _frac_reader(fsp)
-    size = 5 + nfrac
+def _datetime2_lines(layout: Layout, i: int, ind: str) -> tuple[int, list[str]]:
+    fsp = layout.a
+    nfrac, mult = fraction_bytes(fsp)
+    size = layout.size
     lines = [f"{ind}r = FB(r{i}, 'big')"]
     if nfrac:
         lines.append(f"{ind}p = (r >> {8 * nfrac}) - 0x8000000000; "
@@ -148,11 +131,11 @@ def _image_body(tmap, decoders, env: dict, ind: str, reuse: str | None = None) -
 
     for col, dec in zip(tmap.columns, decoders):
         i = col.index
-        code = _struct_code(col)
-        if code is not None:
-            run.append((f"v{i}", code))
+        layout = column_layout(col)
+        if layout.struct_code is not None:
+            run.append((f"v{i}", layout.struct_code))
             continue
-        s = _inline_string(col)
+        s = _inline_string(layout)
         if s is not None:
             lb, codec = s
             if lb in _LEN_CODES:
@@ -169,10 +152,10 @@ def _image_body(tmap, decoders, env: dict, ind: str, reuse: str | None = None) -
             continue
         special = None
         cind = ind + "    " if reuse else ind
-        if col.real_type == T.NEWDECIMAL:
-            special = _decimal_lines(col, i, env, cind)
-        elif col.real_type == T.DATETIME2:
-            special = _datetime2_lines(col, i, cind)
+        if layout.kind == "DECIMAL":
+            special = _decimal_lines(layout, i, env, cind)
+        elif layout.kind == "DATETIME2":
+            special = _datetime2_lines(layout, i, cind)
         if special is not None:
             # fixed size: the raw bytes join the struct run, converted after it
             size, conv = special
@@ -191,7 +174,7 @@ def _image_body(tmap, decoders, env: dict, ind: str, reuse: str | None = None) -
 
 def _env() -> dict:
     return {"FB": int.from_bytes, "STR": str, "DEC": Decimal, "DT": _dt.datetime,
-            "MKDT": _make_datetime}
+            "MKDT": make_datetime}
 
 
 def _tuple(tmap) -> str:
@@ -228,17 +211,9 @@ def compile_full_row_reader(tmap, decoders):
 
     *buf* must be ``bytes``. Raises IndexError/struct.error/ValueError on short input, which
     the caller turns into TruncatedEventError (it also checks the final position).
-    The generated code is shared by table maps of the same shape; the returned function is
-    new per table map (it carries that table map's caches, see :mod:`cdc.rows.decode`).
+    The function is shared by table maps of the same shape.
     """
-    code = _cached(tmap, "full", lambda: _build_full_row_reader(tmap, decoders))
-
-    read = types.FunctionType(code.__code__, code.__globals__, "read")
-    read.source = code.source
-    read.batch_readers = {}     # caches of cdc.rows.decode, dropped with this reader
-    read.image_readers = {}
-    read.plans = {}
-    return read
+    return _cached(tmap, "full", lambda: _build_full_row_reader(tmap, decoders))
 
 
 def _build_full_row_reader(tmap, decoders):

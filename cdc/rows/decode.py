@@ -1,68 +1,39 @@
 """Row images of WRITE/UPDATE/DELETE/PARTIAL_UPDATE rows events, decoded with a table map.
 
-Two decoders give identical values: the compiled ``cdc.rows._rowdecode`` (optional C extension,
-used when built) and the pure-Python one (generated per-table readers, :mod:`cdc.rows.compile`,
-and the per-column decoders of :mod:`cdc.values.types`). ``BINLOG_CDC_DECODER`` = ``auto``
-(default), ``c`` or ``python`` chooses at import; :func:`set_decoder` at run time,
-:func:`active_decoder` tells which one runs.
+Two decoders give identical values: the compiled ``cdc.rows._rowdecode`` (optional C extension)
+and the pure-Python one (generated per-table readers, :mod:`cdc.rows.compile`, and the
+per-column decoders of :mod:`cdc.values.types`).  Which one runs is a choice passed along with
+the rows (:func:`decode_images`'s ``decoder``; see :mod:`cdc.rows.backend`: None is the process
+default, ``BINLOG_CDC_DECODER``, which :func:`active_decoder` tells).
+
+Everything built to decode the rows of one table map -- per-column decoders, generated readers,
+compiled-decoder plans, per rows-event shape -- is kept in its :class:`RowPlans`
+(``tmap.row_plans``).  The fast decoders read each column as its binary layout in the type
+table says (:func:`cdc.values.types.column_layout`).
 """
 
 from __future__ import annotations
 
-import os
 import struct
 
-from cdc.values.charsets import BINARY_COLLATION, codec_of
-from cdc.values.types import ABSENT
-from cdc.binlog.constants import ColumnType as T
-from cdc.errors import ConfigurationError, TruncatedEventError
+from cdc.binlog.wire import read_lenenc
+from cdc.errors import TruncatedEventError
+from cdc.rows.backend import (DECODER_ENV, active_decoder, c_decoder_available, rowdecode,
+                              set_default_decoder, uses_c)
+from cdc.rows.compile import compile_full_row_reader, compile_rows_reader
+from cdc.values.jsonb.diff import apply_json_diffs, read_json_diffs
+from cdc.values.kinds import ABSENT
+from cdc.values.types import build_decoder, column_layout
 
-try:
-    from cdc.rows import _rowdecode
-except ImportError as _e:     # not built (no C compiler at install time): pure Python
-    _rowdecode = None
-    _C_MISSING = f"{type(_e).__name__}: {_e}"
-else:
-    _C_MISSING = None
-
-DECODER_ENV = "BINLOG_CDC_DECODER"
-_use_c = False
-_generation = 0      # bumped by set_decoder(): plans built before a switch are rebuilt
-
-
-def set_decoder(name: str) -> str:
-    """Choose the row decoder: ``"auto"`` (the compiled one when built), ``"c"`` or
-    ``"python"``; returns the active one. Decoding plans built before the switch are not reused."""
-    global _use_c, _generation
-    choice = (name or "auto").strip().lower()
-    if choice not in ("auto", "c", "python"):
-        raise ConfigurationError(f"{DECODER_ENV}={name!r}: expected auto, c or python")
-    if choice == "c" and _rowdecode is None:
-        raise ConfigurationError(
-            f"{DECODER_ENV}=c but the compiled row decoder cdc.rows._rowdecode is not built "
-            f"({_C_MISSING}); reinstall binlog-cdc with a C compiler and the Python headers "
-            f"(pip install -e .), or use {DECODER_ENV}=auto")
-    _use_c = choice == "c" or (choice == "auto" and _rowdecode is not None)
-    _generation += 1
-    return active_decoder()
-
-
-def active_decoder() -> str:
-    """``"c"`` (cdc.rows._rowdecode) or ``"python"``: the decoder rows events use now."""
-    return "c" if _use_c else "python"
-
-
-def c_decoder_available() -> bool:
-    return _rowdecode is not None
-
-
-set_decoder(os.environ.get(DECODER_ENV, "auto"))
-
+__all__ = ["decode_images", "present_columns", "ImageReader", "RowPlans",
+           # re-exported from cdc.rows.backend
+           "DECODER_ENV", "active_decoder", "c_decoder_available", "set_default_decoder"]
 
 _PRESENT_CACHE: dict = {}
 
 
 def present_columns(bitmap: bytes, ncols: int) -> tuple[int, ...]:
+    """The indexes of the columns set in a rows event's column-presence *bitmap*."""
     key = (bitmap, ncols)
     hit = _PRESENT_CACHE.get(key)
     if hit is None:
@@ -73,10 +44,86 @@ def present_columns(bitmap: bytes, ncols: int) -> tuple[int, ...]:
     return hit
 
 
-def _plan(tmap, present: tuple[int, ...]):
-    """(column index, decoder) for the columns of one image, cached on the table map."""
-    decoders = tmap.decoders
-    return [(i, decoders[i]) for i in present]
+def decode_images(tmap, kind: str, data, pos: int, present1: tuple[int, ...],
+                  present2: tuple[int, ...] | None, partial: bool = False,
+                  decoder: str | None = None):
+    """All rows of one rows event body from *pos*.
+
+    *decoder*: ``"c"``, ``"python"``, ``"auto"`` or None (the process default, see
+    :mod:`cdc.rows.backend`).  Returns a list of tuples (insert/delete) or of (before, after)
+    tuple pairs (update).
+    """
+    plans = tmap.row_plans
+    key = (uses_c(decoder), kind, present1, present2, partial)
+    read = plans.readers.get(key)
+    if read is None:
+        read = plans.readers[key] = _rows_reader(tmap, *key)
+    return read(data, pos)
+
+
+class RowPlans:
+    """What decoding the rows of one table map needs, built on first use and kept
+    (``tmap.row_plans``; a table map whose column names change gets a new one).
+
+    * :attr:`decoders` -- one value decoder per column (the type table's);
+    * :attr:`full_row_reader` -- the generated reader of a full, NULL-free image
+      (:func:`cdc.rows.compile.compile_full_row_reader`, shared by table maps of one shape);
+    * :attr:`image_readers` -- :class:`ImageReader` per column-presence bitmap;
+    * :attr:`batch_readers` -- the generated whole-event loops, per "is an update";
+    * :attr:`c_plans` -- ``cdc.rows._rowdecode.Plan`` per column-presence bitmap;
+    * :attr:`readers` -- ``(data, pos) -> rows`` per (compiled decoder?, kind, bitmaps,
+      partial): what :func:`decode_images` runs.
+    """
+
+    __slots__ = ("tmap", "_decoders", "_full_row_reader", "image_readers", "batch_readers",
+                 "c_plans", "readers")
+
+    def __init__(self, tmap):
+        self.tmap = tmap
+        self._decoders = None
+        self._full_row_reader = None
+        self.image_readers: dict[tuple, ImageReader] = {}
+        self.batch_readers: dict[bool, object] = {}
+        self.c_plans: dict[tuple, object] = {}
+        self.readers: dict[tuple, object] = {}
+
+    @property
+    def decoders(self) -> list:
+        if self._decoders is None:
+            self._decoders = [build_decoder(c) for c in self.tmap.columns]
+        return self._decoders
+
+    @property
+    def full_row_reader(self):
+        if self._full_row_reader is None:
+            self._full_row_reader = compile_full_row_reader(self.tmap, self.decoders)
+        return self._full_row_reader
+
+    def image_reader(self, present: tuple[int, ...]) -> ImageReader:
+        r = self.image_readers.get(present)
+        if r is None:
+            r = self.image_readers[present] = ImageReader(self.tmap, present)
+        return r
+
+    def batch_reader(self, update: bool):
+        r = self.batch_readers.get(update)
+        if r is None:
+            r = self.batch_readers[update] = compile_rows_reader(self.tmap, self.decoders, update)
+        return r
+
+    def c_plan(self, present: tuple[int, ...]):
+        """The compiled decoder's Plan of one image shape: per present column its layout from
+        the type table (kind, a, b) and its value decoder (FALLBACK columns, odd values)."""
+        plan = self.c_plans.get(present)
+        if plan is None:
+            decoders, columns = self.decoders, self.tmap.columns
+            specs = []
+            for i in present:
+                layout = column_layout(columns[i])
+                specs.append((i, getattr(rowdecode, layout.kind), layout.a, layout.b,
+                              decoders[i]))
+            plan = self.c_plans[present] = rowdecode.Plan(len(columns), tuple(specs), ABSENT)
+        return plan
 
 
 class ImageReader:
@@ -87,10 +134,11 @@ class ImageReader:
     def __init__(self, tmap, present: tuple[int, ...]):
         self.tmap = tmap
         self.ncols = len(tmap.columns)
-        self.plan = _plan(tmap, present)
+        decoders = tmap.row_plans.decoders
+        self.plan = [(i, decoders[i]) for i in present]
         self.null_bytes = (len(present) + 7) >> 3
         self.full = len(present) == self.ncols
-        self.fast = tmap.full_row_reader if self.full else None
+        self.fast = tmap.row_plans.full_row_reader if self.full else None
         # A NULL bitmap without NULLs: all zero, or with the unused trailing bits set (servers
         # write both).
         nb = self.null_bytes
@@ -122,9 +170,6 @@ class ImageReader:
 
         JSON columns flagged partial carry a list of diffs applied to the before-image value.
         """
-        from cdc.values.jsonb import apply_json_diffs, read_json_diffs
-        from cdc.binlog.wire import read_lenenc
-
         options, pos = read_lenenc(buf, pos)
         partial = set()
         if options & 1:
@@ -155,53 +200,25 @@ class ImageReader:
         return tuple(values), pos
 
 
-def _image_reader(tmap, present: tuple[int, ...]) -> ImageReader:
-    """The ImageReader for *present*, kept with the table map's generated reader."""
-    cache = tmap.full_row_reader.image_readers
-    r = cache.get(present)
-    if r is None:
-        r = cache[present] = ImageReader(tmap, present)
-    return r
+def _rows_reader(tmap, use_c: bool, kind: str, present1, present2, partial: bool):
+    """A function ``(data, pos) -> rows`` for one shape of rows event (kept in RowPlans.readers).
 
-
-def _batch_reader(tmap, update: bool):
-    cache = tmap.full_row_reader.batch_readers
-    r = cache.get(update)
-    if r is None:
-        from cdc.rows.compile import compile_rows_reader
-        r = cache[update] = compile_rows_reader(tmap, tmap.decoders, update)
-    return r
-
-
-def decode_images(tmap, kind: str, data, pos: int, present1: tuple[int, ...],
-                  present2: tuple[int, ...] | None, partial: bool = False):
-    """All rows of one rows event body from *pos*.
-
-    Returns a list of tuples (insert/delete) or of (before, after) tuple pairs (update).
+    PARTIAL_UPDATE_ROWS images (JSON diffs) always take the Python path.
     """
-    plans = tmap.full_row_reader.plans
-    key = (kind, present1, present2, partial)
-    hit = plans.get(key)
-    if hit is None or hit[0] != _generation:
-        hit = plans[key] = (_generation, _rows_plan(tmap, kind, present1, present2, partial))
-    return hit[1](data, pos)
-
-
-def _rows_plan(tmap, kind: str, present1, present2, partial: bool):
-    """A function ``(data, pos) -> rows`` for one shape of rows event, built once per table map."""
-    if _use_c and not partial:
-        return _c_rows_plan(tmap, kind == "update", present1, present2)
-    r1 = _image_reader(tmap, present1)
+    plans = tmap.row_plans
     update = kind == "update"
+    if use_c and not partial:
+        return _c_rows_reader(tmap, update, present1, present2)
+    r1 = plans.image_reader(present1)
     if not update:
         generic = _image_loop(r1.read, tmap)
     else:
-        r2 = r1 if present2 == present1 else _image_reader(tmap, present2)
+        r2 = r1 if present2 == present1 else plans.image_reader(present2)
         generic = _update_images(r1, r2, partial)
     if not (r1.full and not partial and (not update or present2 == present1)):
         return generic
     # Every column in every image: one generated loop over the whole event.
-    read_all = _batch_reader(tmap, update)
+    read_all = plans.batch_reader(update)
     slow = r1.read
     name = tmap.qualified_name
 
@@ -262,18 +279,14 @@ def _update_images(r1: ImageReader, r2: ImageReader, partial: bool):
     return _image_loop(read_pair, r1.tmap)
 
 
-# --- the compiled decoder (cdc/rows/_rowdecode.c) -----------------------------------------------------
-
-def _c_rows_plan(tmap, update: bool, present1, present2):
-    """``(data, pos) -> rows`` through cdc.rows._rowdecode, for any column-presence bitmaps.
-
-    PARTIAL_UPDATE_ROWS images (JSON diffs) stay on the Python path.
-    """
-    p1 = _c_image_plan(tmap, present1)
+def _c_rows_reader(tmap, update: bool, present1, present2):
+    """``(data, pos) -> rows`` through cdc.rows._rowdecode, for any column-presence bitmaps."""
+    plans = tmap.row_plans
+    p1 = plans.c_plan(present1)
     p2 = None
     if update:
-        p2 = p1 if present2 == present1 else _c_image_plan(tmap, present2)
-    decode = _rowdecode.decode_rows
+        p2 = p1 if present2 == present1 else plans.c_plan(present2)
+    decode = rowdecode.decode_rows
     name = tmap.qualified_name
 
     def read_c(data, pos):
@@ -284,72 +297,3 @@ def _c_rows_plan(tmap, update: bool, present1, present2):
         except (IndexError, ValueError, struct.error) as e:
             raise TruncatedEventError(f"row image of {name} is malformed: {e}") from None
     return read_c
-
-
-def _c_image_plan(tmap, present: tuple[int, ...]):
-    """The cdc.rows._rowdecode.Plan of one image shape, kept with the table map's batch readers."""
-    cache = tmap.full_row_reader.batch_readers
-    key = ("c", present)
-    plan = cache.get(key)
-    if plan is None:
-        decoders, columns = tmap.decoders, tmap.columns
-        specs = tuple((i, *c_column_spec(columns[i]), decoders[i]) for i in present)
-        plan = cache[key] = _rowdecode.Plan(len(columns), specs, ABSENT)
-    return plan
-
-
-_C_INTS = {T.TINY: ("I8", "U8"), T.SHORT: ("I16", "U16"), T.INT24: ("I24", "U24"),
-           T.LONG: ("I32", "U32"), T.LONGLONG: ("I64", "U64")}
-_C_FIXED = {T.FLOAT: "FLOAT", T.DOUBLE: "DOUBLE", T.YEAR: "YEAR", T.DATE: "DATE",
-            T.NEWDATE: "DATE"}
-_C_FRACTIONAL = {T.DATETIME2: "DATETIME2", T.TIMESTAMP2: "TIMESTAMP2", T.TIME2: "TIME2"}
-_C_BLOBS = (T.TINY_BLOB, T.BLOB, T.MEDIUM_BLOB, T.LONG_BLOB)
-
-
-def c_column_spec(col) -> tuple[str | int, int, int]:
-    """(kind, a, b) of one column for cdc.rows._rowdecode (kind FALLBACK: its Python decoder).
-
-    Mirrors the decoders of cdc.values.types; anything else -- other character sets, ENUM/SET,
-    MySQL JSON, GEOMETRY, VECTOR, old temporal types, odd metadata -- keeps its decoder.
-    """
-    kind, a, b = _c_kind(col)
-    return getattr(_rowdecode, kind), a, b
-
-
-def _c_kind(col) -> tuple[str, int, int]:
-    rt, meta = col.real_type, col.meta
-    if rt in _C_INTS:
-        return _C_INTS[rt][bool(col.unsigned)], 0, 0
-    if rt in _C_FIXED:
-        return _C_FIXED[rt], 0, 0
-    if rt in _C_FRACTIONAL:
-        fsp = meta or 0
-        return (_C_FRACTIONAL[rt], fsp, 0) if 0 <= fsp <= 6 else ("FALLBACK", 0, 0)
-    if rt == T.NEWDECIMAL:
-        precision, scale = meta
-        if 1 <= precision <= 65 and 0 <= scale <= precision:
-            return "DECIMAL", precision, scale
-        return "FALLBACK", 0, 0
-    if rt == T.BIT:
-        bits, nbytes = meta
-        size = nbytes + (1 if bits else 0)
-        return ("BIT", size, 0) if size <= 8 else ("FALLBACK", 0, 0)
-    if rt in (T.VARCHAR, T.VAR_STRING, T.STRING) or rt in _C_BLOBS:
-        if rt in _C_BLOBS:
-            lb = meta
-            if lb not in (1, 2, 3, 4):
-                return "FALLBACK", 0, 0
-        elif rt == T.STRING:
-            if not meta:
-                return "FALLBACK", 0, 0
-            lb = 1 if meta[1] < 256 else 2
-        else:
-            lb = 1 if meta < 256 else 2
-        codec = codec_of(col.collation if col.collation is not None else BINARY_COLLATION)
-        if codec == "utf-8":
-            return "STR", lb, 0
-        if codec is None:
-            # BINARY(n): the binlog strips trailing \0, the decoder pads back to n bytes
-            return "BYTES", lb, meta[1] if rt == T.STRING else 0
-        return "FALLBACK", 0, 0
-    return "FALLBACK", 0, 0

@@ -29,24 +29,14 @@ import struct
 from decimal import Decimal
 from operator import itemgetter
 
-from cdc.cache import BoundedCache
-from cdc.values.types import ABSENT, ColumnDef, Geometry, InvalidTemporal
 from cdc.binlog.constants import ColumnType as T
+from cdc.cache import BoundedCache
+from cdc.values.charsets import MYSQL_LATIN1_TABLE, codec_of
+from cdc.values.jsonb.text import time_text
+from cdc.values.kinds import ABSENT, Geometry, InvalidTemporal
+from cdc.values.types import ColumnDef
 
 _str = json.encoder.encode_basestring
-
-
-def time_text(td: _dt.timedelta) -> str:
-    neg = td < _dt.timedelta(0)
-    if neg:
-        td = -td
-    total = td.days * 86400 + td.seconds
-    h, rem = divmod(total, 3600)
-    m, s = divmod(rem, 60)
-    text = "%s%02d:%02d:%02d" % ("-" if neg else "", h, m, s)
-    if td.microseconds:
-        text += ".%06d" % td.microseconds
-    return text
 
 
 def _datetime_text(v: _dt.datetime) -> str:
@@ -250,7 +240,6 @@ def _quoted(raw: bytes) -> bytes:
 
 
 def _encode_text(v: str, col: ColumnDef) -> bytes:
-    from cdc.values.charsets import MYSQL_LATIN1_TABLE, codec_of
     codec = codec_of(col.collation)
     if codec == "mysql-latin1":
         return bytes(MYSQL_LATIN1_TABLE.index(ch) for ch in v)

@@ -28,50 +28,40 @@ GEOMETRY               :class:`Geometry` (srid, wkb)
 VECTOR                 ``list[float]`` (float32 values)
 =====================  ==================================================================
 Columns absent from a row image (binlog_row_image=MINIMAL/NOBLOB) hold :data:`ABSENT`.
+The value classes (:data:`ABSENT`, :class:`InvalidTemporal`, :class:`Geometry`) live in
+:mod:`cdc.values.kinds` and are re-exported here.
+
+Binary layouts
+--------------
+Each entry also says how a column's value lies in a row image -- a :class:`Layout`: the kind
+the compiled decoder (:mod:`cdc.rows._rowdecode`) reads natively, its arguments (length-prefix
+bytes, fractional digits, precision/scale, padding), the ``struct`` code of a fixed-width
+number and the fixed byte size.  The generated Python readers (:mod:`cdc.rows.compile`) and the
+compiled decoder's per-column plans (:mod:`cdc.rows.decode`) are built from these records only;
+a column whose layout is :data:`FALLBACK` is read by its value decoder from this table.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import struct
 from decimal import Decimal
 from typing import Callable, NamedTuple
 
-from cdc.values.charsets import BINARY_COLLATION, make_text_decoder
 from cdc.binlog.constants import ColumnType as T
 from cdc.errors import SchemaError, TruncatedEventError
+from cdc.values.charsets import BINARY_COLLATION, codec_of, make_text_decoder
+from cdc.values.decimal import decimal_groups, decimal_size, read_newdecimal
+from cdc.values.jsonb.binary import decode_json
+from cdc.values.kinds import ABSENT, Geometry, InvalidTemporal
+from cdc.values.temporal import (date_factory, datetime2_factory, datetime_factory,
+                                 time2_factory, time_factory, timestamp2_factory,
+                                 timestamp_factory, year_factory)
 
+__all__ = ["TYPES", "TypeInfo", "ColumnDef", "Layout", "FALLBACK", "type_info", "build_decoder",
+           "column_layout",
+           # re-exported: the value classes (cdc.values.kinds), DECIMAL reading (cdc.values.decimal)
+           "ABSENT", "Geometry", "InvalidTemporal", "read_newdecimal"]
 
-class _Absent:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __reduce__(self):
-        return "ABSENT"
-
-
-ABSENT = _Absent()
-"""Marks a column that is not part of a row image (not the same as NULL)."""
-
-
-class InvalidTemporal(str):
-    """A zero or partly-zero date/time value (``0000-00-00``, ``2024-00-10 10:00:00``...)."""
-
-    __slots__ = ()
-
-
-class Geometry(NamedTuple):
-    srid: int
-    wkb: bytes
-
-
-UTC = _dt.timezone.utc
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=UTC)
 
 Decoder = Callable[[bytes, int], tuple]
 
@@ -112,6 +102,34 @@ class ColumnDef:
                 f"unsigned={self.unsigned}, collation={self.collation})")
 
 
+class Layout(NamedTuple):
+    """How one column's values lie in a row image: what the fast decoders read natively.
+
+    ``kind`` names a native kind of the compiled decoder (a constant of
+    :mod:`cdc.rows._rowdecode`, same name): ``I8`` ``U8`` ``I16`` ``U16`` ``I24`` ``U24`` ``I32``
+    ``U32`` ``I64`` ``U64`` ``FLOAT`` ``DOUBLE`` ``YEAR`` ``DATE``; ``BIT`` (``a``: byte size);
+    ``STR`` (UTF-8 text) and ``BYTES`` (``a``: length-prefix bytes, ``b``: pad to ``b`` bytes
+    with ``\\0``, or 0); ``DECIMAL`` (``a``: precision, ``b``: scale); ``DATETIME2``
+    ``TIMESTAMP2`` ``TIME2`` (``a``: fractional digits).  ``FALLBACK``: only the column's value
+    decoder reads it.  ``struct_code``: the ``struct`` code of a fixed-width number (None
+    otherwise); ``size``: the fixed byte size (0: length-prefixed or unknown).
+    """
+
+    kind: str = "FALLBACK"
+    a: int = 0
+    b: int = 0
+    struct_code: str | None = None
+    size: int = 0
+
+
+FALLBACK = Layout()
+"""The layout of a column only its value decoder reads."""
+
+
+def _no_layout(_col) -> Layout:
+    return FALLBACK
+
+
 class TypeInfo(NamedTuple):
     name: str
     meta_len: int
@@ -119,6 +137,7 @@ class TypeInfo(NamedTuple):
     make_decoder: Callable[[ColumnDef], Decoder]
     numeric: bool = False      # has a bit in the SIGNEDNESS metadata
     character: bool = False    # has an entry in the (DEFAULT_|COLUMN_)CHARSET metadata
+    layout: Callable[[ColumnDef], Layout] = _no_layout   # the binary layout of one column
 
 
 # --- metadata parsers --------------------------------------------------------------------------
@@ -154,31 +173,78 @@ def _need(buf, end: int) -> None:
         raise TruncatedEventError("row image runs past the end of the event")
 
 
-def _fixed(fmt: str) -> Callable[[ColumnDef], Decoder]:
-    st = struct.Struct(fmt)
-    size = st.size
-    unpack = st.unpack_from
+# --- binary layouts (see Layout) ------------------------------------------------------------
 
-    def factory(_col):
-        def dec(buf, pos):
-            return unpack(buf, pos)[0], pos + size
-        return dec
-    return factory
+def _int_layout(size: int, code: str | None):
+    """An integer of *size* bytes; *code*: its signed struct code (None: no struct code)."""
+    bits = str(size * 8)
+
+    def layout(col: ColumnDef) -> Layout:
+        if col.unsigned:
+            return Layout("U" + bits, struct_code=code and code.upper(), size=size)
+        return Layout("I" + bits, struct_code=code, size=size)
+    return layout
 
 
-def _int_factory(size: int) -> Callable[[ColumnDef], Decoder]:
-    fmts = {1: "b", 2: "h", 4: "i", 8: "q"}
+def _const_layout(kind: str, size: int, code: str | None = None):
+    fixed = Layout(kind, struct_code=code, size=size)
+    return lambda _col: fixed
 
+
+def _fractional_layout(kind: str, base: int):
+    """DATETIME2 / TIMESTAMP2 / TIME2: *base* bytes and (fsp + 1) // 2 fraction bytes."""
+    def layout(col: ColumnDef) -> Layout:
+        fsp = col.meta or 0
+        if not 0 <= fsp <= 6:
+            return FALLBACK
+        return Layout(kind, fsp, size=base + (fsp + 1) // 2)
+    return layout
+
+
+def _decimal_layout(col: ColumnDef) -> Layout:
+    precision, scale = col.meta
+    if 1 <= precision <= 65 and 0 <= scale <= precision:
+        return Layout("DECIMAL", precision, scale, size=decimal_size(precision, scale))
+    return FALLBACK
+
+
+def _bit_layout(col: ColumnDef) -> Layout:
+    bits, nbytes = col.meta
+    size = nbytes + (1 if bits else 0)
+    return Layout("BIT", size, size=size) if size <= 8 else FALLBACK
+
+
+def _string_layout(length_bytes_of: Callable[[ColumnDef], int], *, pad_binary: bool = False):
+    """A length-prefixed string: ``STR`` in UTF-8, ``BYTES`` in a binary collation (BINARY(n):
+    padded back to n bytes), other character sets ``FALLBACK``."""
+    def layout(col: ColumnDef) -> Layout:
+        if col.meta is None:
+            return FALLBACK
+        lb = length_bytes_of(col)
+        if lb not in (1, 2, 3, 4):
+            return FALLBACK
+        codec = codec_of(col.collation if col.collation is not None else BINARY_COLLATION)
+        if codec == "utf-8":
+            return Layout("STR", lb)
+        if codec is None:
+            return Layout("BYTES", lb, col.meta[1] if pad_binary else 0)
+        return FALLBACK
+    return layout
+
+
+def column_layout(col: ColumnDef) -> Layout:
+    """The binary layout of one column's values (:class:`Layout`), from the type table."""
+    return type_info(col.real_type).layout(col)
+
+
+# --- value decoders ----------------------------------------------------------------------------
+
+def _struct_factory(layout_of: Callable[[ColumnDef], Layout]) -> Callable[[ColumnDef], Decoder]:
+    """A number one ``struct`` code reads: the code and size of the column's layout."""
     def factory(col: ColumnDef) -> Decoder:
-        if size == 3:
-            signed = not col.unsigned
-
-            def dec24(buf, pos):
-                return int.from_bytes(buf[pos:pos + 3], "little", signed=signed), pos + 3
-            return dec24
-        fmt = fmts[size]
-        st = struct.Struct("<" + (fmt.upper() if col.unsigned else fmt))
-        unpack = st.unpack_from
+        layout = layout_of(col)
+        size = layout.size
+        unpack = struct.Struct("<" + layout.struct_code).unpack_from
 
         def dec(buf, pos):
             return unpack(buf, pos)[0], pos + size
@@ -186,56 +252,12 @@ def _int_factory(size: int) -> Callable[[ColumnDef], Decoder]:
     return factory
 
 
-_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+def _int24_factory(col: ColumnDef) -> Decoder:
+    signed = not col.unsigned
 
-
-def decimal_size(precision: int, scale: int) -> int:
-    intg = precision - scale
-    return (intg // 9) * 4 + _DIG2BYTES[intg % 9] + (scale // 9) * 4 + _DIG2BYTES[scale % 9]
-
-
-def read_newdecimal(buf, pos: int, precision: int, scale: int) -> tuple[Decimal, int]:
-    """MySQL's binary DECIMAL(precision, scale) at *pos*: (value, position after it)."""
-    size = decimal_size(precision, scale)
-    end = pos + size
-    _need(buf, end)
-    raw = bytearray(buf[pos:end])
-    negative = not (raw[0] & 0x80)
-    raw[0] ^= 0x80
-    if negative:
-        raw = bytearray(b ^ 0xFF for b in raw)
-    intg = precision - scale
-    lead = _DIG2BYTES[intg % 9]
-    p = 0
-    whole = int.from_bytes(raw[p:p + lead], "big") if lead else 0
-    p += lead
-    for _ in range(intg // 9):
-        whole = whole * 1_000_000_000 + int.from_bytes(raw[p:p + 4], "big")
-        p += 4
-    frac_text = ""
-    for _ in range(scale // 9):
-        frac_text += "%09d" % int.from_bytes(raw[p:p + 4], "big")
-        p += 4
-    tail = scale % 9
-    if tail:
-        n = _DIG2BYTES[tail]
-        frac_text += "%0*d" % (tail, int.from_bytes(raw[p:p + n], "big"))
-    text = ("-" if negative else "") + str(whole) + ("." + frac_text if frac_text else "")
-    return Decimal(text), end
-
-
-def decimal_groups(precision: int, scale: int) -> list[tuple[int, int]]:
-    """The (byte length, decimal digits) groups of a binary DECIMAL, in order: the integer
-    part's leftover digits, its 9-digit groups, the fraction's 9-digit groups, its leftover."""
-    intg = precision - scale
-    groups = []
-    if intg % 9:
-        groups.append((_DIG2BYTES[intg % 9], intg % 9))
-    groups += [(4, 9)] * (intg // 9)
-    groups += [(4, 9)] * (scale // 9)
-    if scale % 9:
-        groups.append((_DIG2BYTES[scale % 9], scale % 9))
-    return groups
+    def dec24(buf, pos):
+        return int.from_bytes(buf[pos:pos + 3], "little", signed=signed), pos + 3
+    return dec24
 
 
 def _decimal_factory(col: ColumnDef) -> Decoder:
@@ -274,134 +296,6 @@ def _decimal_factory(col: ColumnDef) -> Decoder:
 
     def dec(buf, pos):
         return read_newdecimal(buf, pos, precision, scale)
-    return dec
-
-
-def _frac_reader(fsp: int):
-    nbytes = (fsp + 1) // 2
-    mult = {0: 0, 1: 10000, 2: 100, 3: 1}[nbytes]
-    return nbytes, mult
-
-
-def _fmt_frac(us: int, fsp: int) -> str:
-    return ("." + ("%06d" % us)[:fsp]) if fsp else ""
-
-
-def _date_factory(_col):
-    def dec(buf, pos):
-        v = buf[pos] | (buf[pos + 1] << 8) | (buf[pos + 2] << 16)
-        d, m, y = v & 31, (v >> 5) & 15, v >> 9
-        try:
-            return _dt.date(y, m, d), pos + 3
-        except ValueError:
-            return InvalidTemporal("%04d-%02d-%02d" % (y, m, d)), pos + 3
-    return dec
-
-
-def _make_datetime(y, mo, d, h, mi, s, us, fsp):
-    try:
-        return _dt.datetime(y, mo, d, h, mi, s, us)
-    except ValueError:
-        return InvalidTemporal("%04d-%02d-%02d %02d:%02d:%02d%s" % (y, mo, d, h, mi, s, _fmt_frac(us, fsp)))
-
-
-def _datetime2_factory(col):
-    fsp = col.meta or 0
-    nfrac, mult = _frac_reader(fsp)
-    size = 5 + nfrac
-
-    def dec(buf, pos):
-        end = pos + size
-        _need(buf, end)
-        packed = int.from_bytes(buf[pos:pos + 5], "big") - 0x8000000000
-        us = int.from_bytes(buf[pos + 5:end], "big") * mult if nfrac else 0
-        ymd = packed >> 17
-        hms = packed & 0x1FFFF
-        ym = ymd >> 5
-        return _make_datetime(ym // 13, ym % 13, ymd & 31, hms >> 12, (hms >> 6) & 63, hms & 63,
-                              us, fsp), end
-    return dec
-
-
-def _datetime_factory(_col):
-    def dec(buf, pos):
-        v = struct.unpack_from("<Q", buf, pos)[0]
-        d, t = divmod(v, 1000000)
-        return _make_datetime(d // 10000, (d // 100) % 100, d % 100, t // 10000, (t // 100) % 100,
-                              t % 100, 0, 0), pos + 8
-    return dec
-
-
-def _timestamp2_factory(col):
-    fsp = col.meta or 0
-    nfrac, mult = _frac_reader(fsp)
-    size = 4 + nfrac
-
-    def dec(buf, pos):
-        end = pos + size
-        _need(buf, end)
-        secs = int.from_bytes(buf[pos:pos + 4], "big")
-        us = int.from_bytes(buf[pos + 4:end], "big") * mult if nfrac else 0
-        if secs == 0 and us == 0:
-            return InvalidTemporal("0000-00-00 00:00:00" + _fmt_frac(0, fsp)), end
-        return _EPOCH + _dt.timedelta(seconds=secs, microseconds=us), end
-    return dec
-
-
-def _timestamp_factory(_col):
-    def dec(buf, pos):
-        secs = struct.unpack_from("<I", buf, pos)[0]
-        if secs == 0:
-            return InvalidTemporal("0000-00-00 00:00:00"), pos + 4
-        return _EPOCH + _dt.timedelta(seconds=secs), pos + 4
-    return dec
-
-
-def _time2_factory(col):
-    fsp = col.meta or 0
-    nfrac = (fsp + 1) // 2
-    size = 3 + nfrac
-
-    def dec(buf, pos):
-        end = pos + size
-        _need(buf, end)
-        if nfrac == 3:
-            packed = int.from_bytes(buf[pos:end], "big") - 0x800000000000
-        else:
-            intpart = int.from_bytes(buf[pos:pos + 3], "big") - 0x800000
-            if nfrac == 0:
-                packed = intpart << 24
-            else:
-                frac = int.from_bytes(buf[pos + 3:end], "big")
-                if intpart < 0 and frac:
-                    intpart += 1
-                    frac -= 0x100 if nfrac == 1 else 0x10000
-                packed = (intpart << 24) + frac * (10000 if nfrac == 1 else 100)
-        negative = packed < 0
-        if negative:
-            packed = -packed
-        hms = packed >> 24
-        us = packed & 0xFFFFFF
-        td = _dt.timedelta(hours=(hms >> 12) & 0x3FF, minutes=(hms >> 6) & 63, seconds=hms & 63,
-                           microseconds=us)
-        return (-td if negative else td), end
-    return dec
-
-
-def _time_factory(_col):
-    def dec(buf, pos):
-        v = int.from_bytes(buf[pos:pos + 3], "little", signed=True)
-        negative = v < 0
-        v = abs(v)
-        td = _dt.timedelta(hours=v // 10000, minutes=(v // 100) % 100, seconds=v % 100)
-        return (-td if negative else td), pos + 3
-    return dec
-
-
-def _year_factory(_col):
-    def dec(buf, pos):
-        v = buf[pos]
-        return (1900 + v if v else 0), pos + 1
     return dec
 
 
@@ -500,11 +394,6 @@ def _length_prefixed(convert: Callable[[bytes], object], default_lb: int = 4):
     return factory
 
 
-def _json_value(raw: bytes):
-    from cdc.values.jsonb import decode_json
-    return decode_json(raw)
-
-
 def _geometry_value(raw: bytes) -> Geometry:
     return Geometry(int.from_bytes(raw[:4], "little"), raw[4:])
 
@@ -513,7 +402,7 @@ def _vector_value(raw: bytes) -> list:
     return list(struct.unpack("<%df" % (len(raw) // 4), raw))
 
 
-_json_factory = _length_prefixed(_json_value)
+_json_factory = _length_prefixed(decode_json)
 _geometry_factory = _length_prefixed(_geometry_value)
 _vector_factory = _length_prefixed(_vector_value)
 
@@ -527,40 +416,60 @@ def _unsupported(name):
     return factory
 
 
+_TINY, _SHORT, _INT24 = _int_layout(1, "b"), _int_layout(2, "h"), _int_layout(3, None)
+_LONG, _LONGLONG = _int_layout(4, "i"), _int_layout(8, "q")
+_FLOAT, _DOUBLE = _const_layout("FLOAT", 4, "f"), _const_layout("DOUBLE", 8, "d")
+_DATE = _const_layout("DATE", 3)
+_VARCHAR = _string_layout(_varchar_length_bytes)
+_BLOB = _string_layout(_blob_length_bytes)
+
 TYPES: dict[int, TypeInfo] = {
     T.DECIMAL: TypeInfo("DECIMAL(old)", 0, _meta_none, _unsupported("old DECIMAL")),
-    T.TINY: TypeInfo("TINYINT", 0, _meta_none, _int_factory(1), numeric=True),
-    T.SHORT: TypeInfo("SMALLINT", 0, _meta_none, _int_factory(2), numeric=True),
-    T.INT24: TypeInfo("MEDIUMINT", 0, _meta_none, _int_factory(3), numeric=True),
-    T.LONG: TypeInfo("INT", 0, _meta_none, _int_factory(4), numeric=True),
-    T.LONGLONG: TypeInfo("BIGINT", 0, _meta_none, _int_factory(8), numeric=True),
-    T.FLOAT: TypeInfo("FLOAT", 1, _meta_u8, _fixed("<f"), numeric=True),
-    T.DOUBLE: TypeInfo("DOUBLE", 1, _meta_u8, _fixed("<d"), numeric=True),
-    T.NEWDECIMAL: TypeInfo("DECIMAL", 2, _meta_pair, _decimal_factory, numeric=True),
+    T.TINY: TypeInfo("TINYINT", 0, _meta_none, _struct_factory(_TINY), numeric=True,
+                     layout=_TINY),
+    T.SHORT: TypeInfo("SMALLINT", 0, _meta_none, _struct_factory(_SHORT), numeric=True,
+                      layout=_SHORT),
+    T.INT24: TypeInfo("MEDIUMINT", 0, _meta_none, _int24_factory, numeric=True, layout=_INT24),
+    T.LONG: TypeInfo("INT", 0, _meta_none, _struct_factory(_LONG), numeric=True, layout=_LONG),
+    T.LONGLONG: TypeInfo("BIGINT", 0, _meta_none, _struct_factory(_LONGLONG), numeric=True,
+                         layout=_LONGLONG),
+    T.FLOAT: TypeInfo("FLOAT", 1, _meta_u8, _struct_factory(_FLOAT), numeric=True,
+                      layout=_FLOAT),
+    T.DOUBLE: TypeInfo("DOUBLE", 1, _meta_u8, _struct_factory(_DOUBLE), numeric=True,
+                       layout=_DOUBLE),
+    T.NEWDECIMAL: TypeInfo("DECIMAL", 2, _meta_pair, _decimal_factory, numeric=True,
+                           layout=_decimal_layout),
     T.NULL: TypeInfo("NULL", 0, _meta_none, lambda col: (lambda buf, pos: (None, pos))),
-    T.YEAR: TypeInfo("YEAR", 0, _meta_none, _year_factory, numeric=True),
-    T.DATE: TypeInfo("DATE", 0, _meta_none, _date_factory),
-    T.NEWDATE: TypeInfo("DATE", 0, _meta_none, _date_factory),
-    T.TIME: TypeInfo("TIME(old)", 0, _meta_none, _time_factory),
-    T.TIME2: TypeInfo("TIME", 1, _meta_u8, _time2_factory),
-    T.DATETIME: TypeInfo("DATETIME(old)", 0, _meta_none, _datetime_factory),
-    T.DATETIME2: TypeInfo("DATETIME", 1, _meta_u8, _datetime2_factory),
-    T.TIMESTAMP: TypeInfo("TIMESTAMP(old)", 0, _meta_none, _timestamp_factory),
-    T.TIMESTAMP2: TypeInfo("TIMESTAMP", 1, _meta_u8, _timestamp2_factory),
-    T.BIT: TypeInfo("BIT", 2, _meta_pair, _bit_factory),
+    T.YEAR: TypeInfo("YEAR", 0, _meta_none, year_factory, numeric=True,
+                     layout=_const_layout("YEAR", 1)),
+    T.DATE: TypeInfo("DATE", 0, _meta_none, date_factory, layout=_DATE),
+    T.NEWDATE: TypeInfo("DATE", 0, _meta_none, date_factory, layout=_DATE),
+    T.TIME: TypeInfo("TIME(old)", 0, _meta_none, time_factory),
+    T.TIME2: TypeInfo("TIME", 1, _meta_u8, time2_factory, layout=_fractional_layout("TIME2", 3)),
+    T.DATETIME: TypeInfo("DATETIME(old)", 0, _meta_none, datetime_factory),
+    T.DATETIME2: TypeInfo("DATETIME", 1, _meta_u8, datetime2_factory,
+                          layout=_fractional_layout("DATETIME2", 5)),
+    T.TIMESTAMP: TypeInfo("TIMESTAMP(old)", 0, _meta_none, timestamp_factory),
+    T.TIMESTAMP2: TypeInfo("TIMESTAMP", 1, _meta_u8, timestamp2_factory,
+                           layout=_fractional_layout("TIMESTAMP2", 4)),
+    T.BIT: TypeInfo("BIT", 2, _meta_pair, _bit_factory, layout=_bit_layout),
     T.VARCHAR: TypeInfo("VARCHAR", 2, _meta_u16le, _varlen_factory(_varchar_length_bytes),
-                        character=True),
+                        character=True, layout=_VARCHAR),
     T.VAR_STRING: TypeInfo("VARCHAR", 2, _meta_u16le, _varlen_factory(_varchar_length_bytes),
-                           character=True),
+                           character=True, layout=_VARCHAR),
     T.STRING: TypeInfo("CHAR", 2, _meta_string,
-                       _varlen_factory(_string_length_bytes, pad_binary=True), character=True),
+                       _varlen_factory(_string_length_bytes, pad_binary=True), character=True,
+                       layout=_string_layout(_string_length_bytes, pad_binary=True)),
     T.ENUM: TypeInfo("ENUM", 2, _meta_string, _enum_factory),
     T.SET: TypeInfo("SET", 2, _meta_string, _set_factory),
-    T.TINY_BLOB: TypeInfo("BLOB", 1, _meta_u8, _varlen_factory(_blob_length_bytes), character=True),
+    T.TINY_BLOB: TypeInfo("BLOB", 1, _meta_u8, _varlen_factory(_blob_length_bytes),
+                          character=True, layout=_BLOB),
     T.MEDIUM_BLOB: TypeInfo("BLOB", 1, _meta_u8, _varlen_factory(_blob_length_bytes),
-                            character=True),
-    T.LONG_BLOB: TypeInfo("BLOB", 1, _meta_u8, _varlen_factory(_blob_length_bytes), character=True),
-    T.BLOB: TypeInfo("BLOB", 1, _meta_u8, _varlen_factory(_blob_length_bytes), character=True),
+                            character=True, layout=_BLOB),
+    T.LONG_BLOB: TypeInfo("BLOB", 1, _meta_u8, _varlen_factory(_blob_length_bytes),
+                          character=True, layout=_BLOB),
+    T.BLOB: TypeInfo("BLOB", 1, _meta_u8, _varlen_factory(_blob_length_bytes), character=True,
+                     layout=_BLOB),
     T.JSON: TypeInfo("JSON", 1, _meta_u8, _json_factory),
     T.GEOMETRY: TypeInfo("GEOMETRY", 1, _meta_u8, _geometry_factory),
     T.VECTOR: TypeInfo("VECTOR", 1, _meta_u8, _vector_factory),

@@ -4,11 +4,11 @@ strings in several character sets, blobs; and both reject truncated events the s
 
 import pytest
 
-from cdc.values.types import ABSENT
-from cdc.errors import TruncatedEventError
 from cdc.binlog.events import RowsEvent
 from cdc.binlog.files import read_events
+from cdc.errors import TruncatedEventError
 from cdc.rows.decode import ImageReader, decode_images
+from cdc.values.kinds import ABSENT
 
 pytestmark = pytest.mark.server
 
@@ -106,14 +106,15 @@ def _typed(rows):
     return [[one(r) for r in row] if isinstance(row[0], tuple) else one(row) for row in rows]
 
 
-def test_fast_path_equals_generic_path(events):
+def test_fast_path_equals_generic_path(events, row_decoder):
     nrows = 0
     for ev in events:
         fast, generic = _fast(ev), _generic(ev)
         assert _typed(fast) == _typed(generic)
         nrows += len(fast)
-        # the generated loop ran: every image is full
-        assert ev.table.full_row_reader.batch_readers
+        # the generated loop (or the compiled decoder) ran: every image is full
+        plans = ev.table.row_plans
+        assert plans.c_plans if row_decoder == "c" else plans.batch_readers
     assert nrows > 500
 
 
@@ -149,11 +150,11 @@ def test_truncated_events_fail_alike(events):
 
 
 def test_generated_code_is_shared_by_table_maps_of_one_shape(events):
-    from cdc.rows.decode import _batch_reader
     readers = {id(ev.table): ev.table.full_row_reader for ev in events}
     assert len({r.__code__ for r in readers.values()}) == 1
-    assert len({id(_batch_reader(ev.table, ev.kind == "update")) for ev in events}) == 2
+    assert len({id(ev.table.row_plans.batch_reader(ev.kind == "update")) for ev in events}) == 2
     # caches stay per table map: they refer to it
     for ev in events:
-        for reader in ev.table.full_row_reader.image_readers.values():
+        assert ev.table.row_plans.tmap is ev.table
+        for reader in ev.table.row_plans.image_readers.values():
             assert reader.tmap is ev.table

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from cdc.values.types import ABSENT, Geometry, InvalidTemporal
+from cdc.values.kinds import ABSENT, Geometry, InvalidTemporal
 from cdc.binlog.constants import EventType
 from cdc.binlog.events import RowsEvent
 from cdc.binlog.files import read_events

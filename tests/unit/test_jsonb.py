@@ -1,4 +1,4 @@
-"""MySQL binary JSON: decoding, MySQL-style text, partial-update diffs (cdc/jsonb.py).
+"""MySQL binary JSON: decoding, MySQL-style text, partial-update diffs (cdc.values.jsonb).
 
 The module carries a small binary-JSON *encoder* written from the format description in
 MySQL's ``sql-common/json_binary.h`` / ``json_binary.cc`` (``serialize_json_value``: small
@@ -940,7 +940,7 @@ def test_apply_json_diffs_rejected(doc, diff):
 
 
 def test_apply_json_diffs_without_before_image():
-    from cdc.values.types import ABSENT
+    from cdc.values.kinds import ABSENT
     with pytest.raises(JsonDiffError, match="MINIMAL"):
         apply_json_diffs(ABSENT, [JsonDiff(REPLACE, "$.a", 1)])
 

@@ -16,24 +16,32 @@ from decimal import Decimal
 
 import pytest
 
-from cdc.rows import decode as R
-from cdc.values.types import ABSENT, ColumnDef, _DIG2BYTES
 from cdc.binlog.constants import ColumnType as T
-from cdc.errors import ConfigurationError, TruncatedEventError
-from cdc.rows.decode import ImageReader, decode_images
+from cdc.binlog.constants import EventType
+from cdc.binlog.files import read_events
+from cdc.binlog.parser import BinlogParser, iter_events
 from cdc.binlog.tablemap import TableMap
+from cdc.errors import ConfigurationError, TruncatedEventError
+from cdc.rows import backend as B
+from cdc.rows import decode as R
+from cdc.rows.decode import ImageReader, decode_images
+from cdc.values.decimal import DIG2BYTES, decimal_groups
+from cdc.values.kinds import ABSENT
+from cdc.values.types import ColumnDef, build_decoder, column_layout
+from support.binlog_builder import (FDE_8020, binlog_file, event, lenenc, rows_v2_body,
+                                    table_map_body)
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _needs_c():
-    if not R.c_decoder_available():
-        msg = f"cdc.rows._rowdecode is not built ({R._C_MISSING})"
+    if not B.c_decoder_available():
+        msg = f"cdc.rows._rowdecode is not built ({B.C_MISSING})"
         if os.environ.get("CI"):
             pytest.fail(f"CI is set: {msg}", pytrace=False)
         pytest.skip(msg)
-    previous = R.active_decoder()
+    previous = B.active_decoder()
     yield
-    R.set_decoder(previous)
+    B.set_default_decoder(previous)
 
 
 UTF8MB4, UTF8MB3, LATIN1, BINARY = 45, 33, 8, 63
@@ -50,13 +58,13 @@ def enc_decimal(text: str, precision: int, scale: int) -> bytes:
     out = bytearray()
     p = intg % 9
     if p:
-        out += int(ip[:p]).to_bytes(_DIG2BYTES[p], "big")
+        out += int(ip[:p]).to_bytes(DIG2BYTES[p], "big")
     for g in range(intg // 9):
         out += int(ip[p + 9 * g:p + 9 * g + 9]).to_bytes(4, "big")
     for g in range(scale // 9):
         out += int(fp[9 * g:9 * g + 9]).to_bytes(4, "big")
     if scale % 9:
-        out += int(fp[scale - scale % 9:]).to_bytes(_DIG2BYTES[scale % 9], "big")
+        out += int(fp[scale - scale % 9:]).to_bytes(DIG2BYTES[scale % 9], "big")
     out[0] |= 0x80
     return bytes(b ^ 0xFF for b in out) if neg else bytes(out)
 
@@ -125,7 +133,7 @@ def _floats():
 
 
 def _decimal_gen(p, s):
-    size = sum(n for n, _ in __import__("cdc.values.types", fromlist=["x"]).decimal_groups(p, s))
+    size = sum(n for n, _ in decimal_groups(p, s))
 
     def gen(rng):
         r = rng.random()
@@ -296,9 +304,7 @@ def typed(rows):
 
 
 def decode(mode, tmap, kind, data, present1, present2=None, pos=0):
-    if R.active_decoder() != mode:
-        R.set_decoder(mode)
-    return decode_images(tmap, kind, data, pos, present1, present2)
+    return decode_images(tmap, kind, data, pos, present1, present2, decoder=mode)
 
 
 def generic(tmap, kind, data, present1, present2=None):
@@ -330,13 +336,14 @@ def outcome(fn):
 
 def test_common_types_are_native_and_rare_ones_fall_back():
     tmap = make_table(ZOO)
-    R.set_decoder("c")
     decode_images(tmap, "insert", make_image(random.Random(0), ZOO, tuple(range(len(ZOO)))), 0,
-                  tuple(range(len(ZOO))), None)
-    plan = tmap.full_row_reader.batch_readers[("c", tuple(range(len(ZOO))))]
+                  tuple(range(len(ZOO))), None, decoder="c")
+    plan = tmap.row_plans.c_plans[tuple(range(len(ZOO)))]
     kinds = dict(zip(range(len(ZOO)), plan.kinds))
     from cdc.rows import _rowdecode as C
     names = {v: k for k, v in vars(C).items() if k.isupper()}
+    # the plan is the type table's layout of each column, nothing else
+    assert [names[k] for k in plan.kinds] == [column_layout(c).kind for c in tmap.columns]
     by_type = {}
     for i, c in enumerate(tmap.columns):
         by_type.setdefault((c.real_type, c.collation), set()).add(names[kinds[i]])
@@ -351,6 +358,24 @@ def test_common_types_are_native_and_rare_ones_fall_back():
     for t in (T.ENUM, T.SET, T.GEOMETRY, T.JSON, T.VECTOR, T.TIMESTAMP, T.TIME, T.DATETIME):
         assert by_type[(t, None)] == {"FALLBACK"}, t
     assert by_type[(T.VARCHAR, LATIN1)] == {"FALLBACK"}
+
+
+def test_layouts_agree_with_the_value_decoders():
+    """The type table's binary layout of a column (what the generated readers and the compiled
+    decoder read) takes exactly the bytes its value decoder takes."""
+    rng = random.Random(4)
+    for (t, meta), opts, gen in ZOO:
+        c = col(0, t, meta, **opts)
+        layout, dec = column_layout(c), build_decoder(c)
+        for _ in range(20):
+            raw = gen(rng)
+            assert dec(raw, 0)[1] == len(raw), (t, meta)
+            if layout.size:
+                assert layout.size == len(raw), (t, meta)
+            if layout.kind in ("STR", "BYTES"):
+                assert int.from_bytes(raw[:layout.a], "little") == len(raw) - layout.a
+            if layout.struct_code:
+                assert struct.calcsize("<" + layout.struct_code) == layout.size
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -527,8 +552,7 @@ def test_other_buffers_and_start_position():
     full = tuple(range(len(ZOO)))
     data = b"junk" + b"".join(make_image(rng, ZOO, full) for _ in range(5))
     expected = typed(decode("python", tmap, "insert", data, full, pos=4))
-    R.set_decoder("c")
-    plan = R._c_image_plan(tmap, full)
+    plan = tmap.row_plans.c_plan(full)
     from cdc.rows import _rowdecode as C
     for buf in (data, bytearray(data), memoryview(data)):
         assert typed(C.decode_rows(buf, 4, plan)) == expected
@@ -548,19 +572,65 @@ def test_rows_without_containers_are_not_gc_tracked():
     assert typed([no_list, with_list]) == typed(decode("python", tmap, "insert", data, (0, 1)))
 
 
-def test_switching_decoders_rebuilds_plans():
+def test_each_decoder_has_its_own_plans():
     rng = random.Random(1)
     tmap = make_table(ZOO[:10])
     full = tuple(range(10))
     data = make_image(rng, ZOO, full)
     decode("python", tmap, "insert", data, full)
-    assert ("c", full) not in tmap.full_row_reader.batch_readers
-    assert R.active_decoder() == "python"
+    assert full not in tmap.row_plans.c_plans
     decode("c", tmap, "insert", data, full)
-    assert ("c", full) in tmap.full_row_reader.batch_readers
-    assert R.set_decoder("auto") == "c" and R.active_decoder() == "c"
+    assert full in tmap.row_plans.c_plans
+    assert {key[0] for key in tmap.row_plans.readers} == {False, True}   # compiled or not
+
+
+def test_the_default_decoder_is_what_none_means():
+    rng = random.Random(2)
+    tmap = make_table(ZOO[:10])
+    full = tuple(range(10))
+    data = make_image(rng, ZOO, full)
+    try:
+        assert B.set_default_decoder("python") == "python" and R.active_decoder() == "python"
+        decode_images(tmap, "insert", data, 0, full, None)
+        assert full not in tmap.row_plans.c_plans
+        assert B.set_default_decoder("auto") == "c" and R.active_decoder() == "c"
+        decode_images(tmap, "insert", data, 0, full, None)
+        assert full in tmap.row_plans.c_plans
+        with pytest.raises(ConfigurationError, match="expected auto, c or python"):
+            B.set_default_decoder("fast")
+        with pytest.raises(ConfigurationError, match="expected auto, c or python"):
+            decode_images(tmap, "insert", data, 0, full, None, decoder="fast")
+    finally:
+        B.set_default_decoder("auto")
+
+
+def test_the_parser_carries_its_row_decoder(tmp_path):
+    assert BinlogParser().ctx.row_decoder is None
+    assert BinlogParser(row_decoder="python").ctx.row_decoder == "python"
+    assert BinlogParser(row_decoder="AUTO").ctx.row_decoder == "c"
     with pytest.raises(ConfigurationError, match="expected auto, c or python"):
-        R.set_decoder("fast")
+        BinlogParser(row_decoder="fast")
+    # the choice reaches the rows events, whatever the process default
+    tmap = table_map_body(5, "db", "t", bytes([T.LONG, T.VARCHAR]), struct.pack("<H", 80),
+                          b"\x03", optional=b"\x02" + lenenc(1) + lenenc(45))
+    rows = b"".join(b"\x00" + struct.pack("<i", k) + b"\x02ab" for k in range(3))
+    data = binlog_file([FDE_8020, event(EventType.TABLE_MAP, tmap),
+                        event(EventType.WRITE_ROWS, rows_v2_body(5, 2, rows))])
+    (tmp_path / "binlog.000001").write_bytes(data)
+    with pytest.raises(ConfigurationError, match="expected auto, c or python"):
+        read_events([tmp_path / "binlog.000001"], row_decoder="fast")
+    try:
+        for default in ("c", "python"):
+            B.set_default_decoder(default)
+            for chosen, compiled in ((None, default == "c"), ("c", True), ("python", False)):
+                for events in (iter_events(data, row_decoder=chosen),
+                               read_events([tmp_path / "binlog.000001"], row_decoder=chosen)):
+                    (ev,) = [e for e in events if e.type_name == "WRITE_ROWS"]
+                    assert ev.row_decoder == chosen
+                    assert ev.decode_rows() == [(0, "ab"), (1, "ab"), (2, "ab")]
+                    assert [key[0] for key in ev.table.row_plans.readers] == [compiled]
+    finally:
+        B.set_default_decoder("auto")
 
 
 def test_bad_plans_are_rejected():
@@ -601,6 +671,6 @@ def test_environment_variable_selects_the_decoder():
 
 def test_decimal_text_of_the_python_decoder_is_what_c_builds():
     """Sanity of the test's own encoder: the Python decoder reads back what it wrote."""
-    from cdc.values.types import read_newdecimal
+    from cdc.values.decimal import read_newdecimal
     for text, p, s in (("-12.34", 12, 2), ("0.5", 4, 4), ("123456789012345678901", 30, 0)):
         assert read_newdecimal(enc_decimal(text, p, s), 0, p, s)[0] == Decimal(text)

@@ -1,0 +1,159 @@
+"""MySQL's binary temporal values in row images: YEAR, DATE, TIME, DATETIME, TIMESTAMP.
+
+One value-decoder factory per type (``factory(column) -> decoder``, the decoder being
+``decoder(buf, pos) -> (value, position after it)``), used by the type table
+(:mod:`cdc.values.types`), and the helpers the generated row readers (:mod:`cdc.rows.compile`)
+share with them.  DATE and DATETIME values Python cannot hold (zero dates, month 0 ...) come out
+as :class:`~cdc.values.kinds.InvalidTemporal` with the text MySQL prints; TIMESTAMPs are aware
+(UTC) datetimes; TIMEs are ``timedelta`` (negative or over 24 hours allowed).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import struct
+
+from cdc.errors import TruncatedEventError
+from cdc.values.kinds import InvalidTemporal
+
+__all__ = ["fraction_bytes", "make_datetime", "date_factory", "datetime_factory",
+           "datetime2_factory", "timestamp_factory", "timestamp2_factory", "time_factory",
+           "time2_factory", "year_factory"]
+
+UTC = _dt.timezone.utc
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _need(buf, end: int) -> None:
+    if end > len(buf):
+        raise TruncatedEventError("row image runs past the end of the event")
+
+
+def fraction_bytes(fsp: int) -> tuple[int, int]:
+    """Fractional seconds of *fsp* digits (0-6): (stored bytes, microseconds per stored unit)."""
+    nbytes = (fsp + 1) // 2
+    mult = {0: 0, 1: 10000, 2: 100, 3: 1}[nbytes]
+    return nbytes, mult
+
+
+def _fmt_frac(us: int, fsp: int) -> str:
+    return ("." + ("%06d" % us)[:fsp]) if fsp else ""
+
+
+def date_factory(_col):
+    def dec(buf, pos):
+        v = buf[pos] | (buf[pos + 1] << 8) | (buf[pos + 2] << 16)
+        d, m, y = v & 31, (v >> 5) & 15, v >> 9
+        try:
+            return _dt.date(y, m, d), pos + 3
+        except ValueError:
+            return InvalidTemporal("%04d-%02d-%02d" % (y, m, d)), pos + 3
+    return dec
+
+
+def make_datetime(y, mo, d, h, mi, s, us, fsp):
+    """A ``datetime``, or the :class:`InvalidTemporal` text of an impossible one (fsp digits)."""
+    try:
+        return _dt.datetime(y, mo, d, h, mi, s, us)
+    except ValueError:
+        return InvalidTemporal("%04d-%02d-%02d %02d:%02d:%02d%s" % (y, mo, d, h, mi, s, _fmt_frac(us, fsp)))
+
+
+def datetime2_factory(col):
+    fsp = col.meta or 0
+    nfrac, mult = fraction_bytes(fsp)
+    size = 5 + nfrac
+
+    def dec(buf, pos):
+        end = pos + size
+        _need(buf, end)
+        packed = int.from_bytes(buf[pos:pos + 5], "big") - 0x8000000000
+        us = int.from_bytes(buf[pos + 5:end], "big") * mult if nfrac else 0
+        ymd = packed >> 17
+        hms = packed & 0x1FFFF
+        ym = ymd >> 5
+        return make_datetime(ym // 13, ym % 13, ymd & 31, hms >> 12, (hms >> 6) & 63, hms & 63,
+                              us, fsp), end
+    return dec
+
+
+def datetime_factory(_col):
+    def dec(buf, pos):
+        v = struct.unpack_from("<Q", buf, pos)[0]
+        d, t = divmod(v, 1000000)
+        return make_datetime(d // 10000, (d // 100) % 100, d % 100, t // 10000, (t // 100) % 100,
+                              t % 100, 0, 0), pos + 8
+    return dec
+
+
+def timestamp2_factory(col):
+    fsp = col.meta or 0
+    nfrac, mult = fraction_bytes(fsp)
+    size = 4 + nfrac
+
+    def dec(buf, pos):
+        end = pos + size
+        _need(buf, end)
+        secs = int.from_bytes(buf[pos:pos + 4], "big")
+        us = int.from_bytes(buf[pos + 4:end], "big") * mult if nfrac else 0
+        if secs == 0 and us == 0:
+            return InvalidTemporal("0000-00-00 00:00:00" + _fmt_frac(0, fsp)), end
+        return _EPOCH + _dt.timedelta(seconds=secs, microseconds=us), end
+    return dec
+
+
+def timestamp_factory(_col):
+    def dec(buf, pos):
+        secs = struct.unpack_from("<I", buf, pos)[0]
+        if secs == 0:
+            return InvalidTemporal("0000-00-00 00:00:00"), pos + 4
+        return _EPOCH + _dt.timedelta(seconds=secs), pos + 4
+    return dec
+
+
+def time2_factory(col):
+    fsp = col.meta or 0
+    nfrac = (fsp + 1) // 2
+    size = 3 + nfrac
+
+    def dec(buf, pos):
+        end = pos + size
+        _need(buf, end)
+        if nfrac == 3:
+            packed = int.from_bytes(buf[pos:end], "big") - 0x800000000000
+        else:
+            intpart = int.from_bytes(buf[pos:pos + 3], "big") - 0x800000
+            if nfrac == 0:
+                packed = intpart << 24
+            else:
+                frac = int.from_bytes(buf[pos + 3:end], "big")
+                if intpart < 0 and frac:
+                    intpart += 1
+                    frac -= 0x100 if nfrac == 1 else 0x10000
+                packed = (intpart << 24) + frac * (10000 if nfrac == 1 else 100)
+        negative = packed < 0
+        if negative:
+            packed = -packed
+        hms = packed >> 24
+        us = packed & 0xFFFFFF
+        td = _dt.timedelta(hours=(hms >> 12) & 0x3FF, minutes=(hms >> 6) & 63, seconds=hms & 63,
+                           microseconds=us)
+        return (-td if negative else td), end
+    return dec
+
+
+def time_factory(_col):
+    def dec(buf, pos):
+        v = int.from_bytes(buf[pos:pos + 3], "little", signed=True)
+        negative = v < 0
+        v = abs(v)
+        td = _dt.timedelta(hours=v // 10000, minutes=(v // 100) % 100, seconds=v % 100)
+        return (-td if negative else td), pos + 3
+    return dec
+
+
+def year_factory(_col):
+    def dec(buf, pos):
+        v = buf[pos]
+        return (1900 + v if v else 0), pos + 1
+    return dec
