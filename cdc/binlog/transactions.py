@@ -12,11 +12,13 @@ ROLLBACK) is dropped, so resuming from :attr:`Transaction.end_pos` never repeats
 from __future__ import annotations
 
 import fnmatch
-from typing import Iterable, Iterator, NamedTuple
+from types import MappingProxyType
+from typing import Iterable, Iterator, Mapping, NamedTuple
 
 from cdc.values.types import ABSENT
 from cdc.binlog.events import (Event, GtidEvent, MariaGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent,
                      XidEvent)
+from cdc.binlog.tablemap import TableMap
 
 OPS = {"insert": "c", "update": "u", "delete": "d"}
 
@@ -116,6 +118,13 @@ class Transaction:
         if g is not None and type(g) is not str:
             g = self._gtid = str(g)
         return g
+
+    @property
+    def tables_by_name(self) -> Mapping[tuple[str, str], TableMap]:
+        """``(schema, table) -> TableMap`` of the tables whose rows events the transaction kept:
+        per name, the last table map seen (the one :meth:`RowChange.key` takes the primary key
+        of). Read-only."""
+        return MappingProxyType(self._tables_by_name)
 
     @property
     def is_ddl(self) -> bool:
