@@ -1,5 +1,5 @@
 import sys
 
-from cdc.cli.decode import main
+from cdc.cli.main import main
 
 sys.exit(main())

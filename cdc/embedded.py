@@ -38,8 +38,8 @@ from typing import Any, Iterable, Mapping
 
 import pymysql
 
-from cdc.errors import CdcError, ConfigurationError
-from cdc.replica.client import fetch_rows
+from cdc.errors import ConfigurationError, EmbeddedServerError
+from cdc.replica.sql import fetch_rows
 
 __all__ = ["EmbeddedMariaDB", "EmbeddedServerError", "free_port", "find_executable"]
 
@@ -48,10 +48,6 @@ _SEARCH_DIRS = ("/usr/sbin", "/usr/libexec", "/usr/local/sbin", "/usr/local/bin"
 _MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to 107 bytes on Linux
 _INSTALL_HINT = ("install it with `apt-get install mariadb-server` (Debian/Ubuntu) "
                  "or point the MARIADBD environment variable at the binary")
-
-
-class EmbeddedServerError(CdcError, RuntimeError):
-    """The private MariaDB server could not be initialised, started or stopped."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:

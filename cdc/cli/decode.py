@@ -1,17 +1,17 @@
-"""``binlog-cdc`` / ``python -m cdc``: decode binlog files, tail a server."""
+"""``binlog-cdc decode``: binlog files as ``mysqlbinlog -v`` text or JSON lines."""
 
 from __future__ import annotations
 
 import argparse
 import datetime as _dt
 import sys
-from typing import Sequence
 
-from cdc.errors import CdcError
 from cdc.binlog.events import (Event, FormatDescriptionEvent, GtidEvent, MariaGtidEvent, QueryEvent,
                      RotateEvent, RowsEvent, RowsQueryEvent, TableMapEvent, XidEvent)
 from cdc.binlog.files import BinlogFileReader
-from cdc.values.render import mysqlbinlog_rows, row_json, to_json_text
+from cdc.cli.args import patterns
+from cdc.cli.changes import change_json
+from cdc.values.render import mysqlbinlog_rows
 from cdc.binlog.transactions import TableFilter, TransactionAssembler
 
 
@@ -55,24 +55,6 @@ def _print_text(ev: Event, out, table_filter) -> None:
             out.write("\n".join(l.decode("utf-8", "replace") for l in lines) + "\n")
 
 
-def change_json(change) -> str:
-    """One row change as a JSON line (the CLI's jsonl format)."""
-    tx = change.tx
-    key = change.key()
-    return ("{" f'"op": "{change.op}", "db": {to_json_text(change.schema)}, '
-            f'"table": {to_json_text(change.table)}, '
-            f'"before": {row_json(change.columns, change.before)}, '
-            f'"after": {row_json(change.columns, change.after)}, '
-            f'"key": {to_json_text(key)}, "file": {to_json_text(tx.file)}, "pos": {to_json_text(tx.pos)}, '
-            f'"end_pos": {to_json_text(tx.end_pos)}, "gtid": {to_json_text(tx.gtid)}, '
-            f'"xid": {to_json_text(tx.xid)}, "row": {change.index}, "ts": {tx.timestamp}, '
-            f'"server_id": {tx.server_id}' "}")
-
-
-def _patterns(text: str) -> list[str]:
-    return [p.strip() for p in text.split(",") if p.strip()]
-
-
 def cmd_decode(args) -> int:
     table_filter = TableFilter(sum(args.include_tables, []), sum(args.exclude_tables, []))
     def show_progress(done, total):
@@ -98,55 +80,17 @@ def cmd_decode(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="binlog-cdc", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("decode", help="decode binlog files (like mysqlbinlog -v, or JSON lines)")
+def add_decode_arguments(d: argparse.ArgumentParser) -> None:
+    """The options of ``binlog-cdc decode`` (the caller sets ``func=cmd_decode``)."""
     d.add_argument("files", nargs="+", help="binlog files, directories, .index files or globs")
     d.add_argument("--format", choices=("text", "jsonl"), default="text",
                    help="text: events like mysqlbinlog -v; jsonl: one JSON object per row change")
     d.add_argument("--start-position", type=int, help="offset in the first file to start at")
     d.add_argument("--stop-position", type=int, help="offset in the last file to stop at")
-    d.add_argument("--include-tables", action="append", default=[], type=_patterns,
+    d.add_argument("--include-tables", action="append", default=[], type=patterns,
                    metavar="DB.TABLE[,...]", help="only these tables (globs, e.g. shop.*); repeatable")
-    d.add_argument("--exclude-tables", action="append", default=[], type=_patterns,
+    d.add_argument("--exclude-tables", action="append", default=[], type=patterns,
                    metavar="DB.TABLE[,...]", help="skip these tables (globs); repeatable")
     d.add_argument("--no-verify-checksum", action="store_true",
                    help="do not verify CRC32s (salvage a damaged file)")
     d.add_argument("--progress", action="store_true", help="show progress on stderr")
-    d.set_defaults(func=cmd_decode)
-    try:
-        from cdc.cli.tail import add_tail_arguments, run_tail
-    except ImportError:
-        pass
-    else:
-        t = sub.add_parser("tail", help="stream live changes from a server")
-        add_tail_arguments(t)
-        t.set_defaults(func=run_tail)
-    try:
-        from cdc.cli.lag import add_lag_arguments, run_lag
-    except ImportError:
-        pass
-    else:
-        lg = sub.add_parser("lag", help="measure how far a replica of a server is behind it "
-                                        "(seconds, bytes, tx/s, rows/s; optional PNG plot)")
-        add_lag_arguments(lg)
-        lg.set_defaults(func=run_lag)
-    return p
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args) or 0
-    except CdcError as e:
-        sys.stderr.write(f"binlog-cdc: error: {e}\n")
-        return 2
-    except BrokenPipeError:
-        return 0
-    except KeyboardInterrupt:
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -27,42 +27,24 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
-import random
 import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable
 
-from cdc.errors import CdcError, ConfigurationError
-from cdc.binlog.files import binlog_file_number
-from cdc.replica.protocol import is_transient
-from cdc.replica.client import ReplicaClient, RetryPolicy, SqlSession, binlog_status
+from cdc.cli.args import (add_connection_arguments, add_start_arguments, config_from_args,
+                          on_sigterm, start_from_args)
+from cdc.errors import CdcError, ConfigurationError, is_transient
+from cdc.positions import Position
+from cdc.replica.client import ReplicaClient
+from cdc.replica.config import RetryPolicy
+from cdc.replica.sql import SqlSession, binary_logs, binlog_status, connect
 
-__all__ = ["LagSample", "LagMonitor", "ServerStatus", "bytes_behind", "plot_samples",
+__all__ = ["LagSample", "LagMonitor", "ServerStatus", "plot_samples",
            "add_lag_arguments", "run_lag"]
 
 PLOT_HINT = "pip install 'binlog-cdc[plot]'"
-
-
-def _key(file: str, pos: int) -> tuple[int, int]:
-    return binlog_file_number(file, -1), int(pos)
-
-
-def bytes_behind(file: str, pos: int, end_file: str, end_pos: int,
-                 logs: list[tuple[str, int]] | None = None) -> int:
-    """Binlog bytes from ``file:pos`` to ``end_file:end_pos``: the rest of *file*, every file in
-    between and *end_pos* bytes of the last one (file sizes from ``SHOW BINARY LOGS`` rows
-    *logs*; a file missing there counts as ending at *pos*). 0 when at or past the end."""
-    if _key(file, pos) >= _key(end_file, end_pos):
-        return 0
-    if file == end_file:
-        return end_pos - pos
-    sizes = dict(logs or ())
-    first, last = binlog_file_number(file, -1), binlog_file_number(end_file, -1)
-    between = sum(size for name, size in sizes.items()
-                  if first < binlog_file_number(name, -1) < last)
-    return max(0, sizes.get(file, pos) - pos) + between + end_pos
 
 
 class ServerStatus:
@@ -73,8 +55,8 @@ class ServerStatus:
         self.sql = SqlSession(connect, retries=0)
         self._end_sql: str | None = None
 
-    def end(self) -> tuple[str, int]:
-        """``(file, position)`` where the server writes its next event."""
+    def end(self) -> Position:
+        """Where the server writes its next event."""
         import pymysql
         try:
             st = binlog_status(self.sql.query, first=self._end_sql)
@@ -82,12 +64,12 @@ class ServerStatus:
             self.close()
             raise
         self._end_sql = st.statement
-        return st.file, st.pos
+        return st.end
 
     def binary_logs(self) -> list[tuple[str, int]]:
         import pymysql
         try:
-            return [(str(r[0]), int(r[1])) for r in self.sql.query("SHOW BINARY LOGS")]
+            return binary_logs(self.sql.query)
         except pymysql.err.MySQLError:
             self.close()
             raise
@@ -143,7 +125,7 @@ class LagMonitor:
 
     def __init__(self, client: ReplicaClient, status: ServerStatus | None = None):
         self.client = client
-        self.status = status or ServerStatus(client.connect_sql)
+        self.status = status or ServerStatus(lambda: connect(client.config))
         self.transactions = 0
         self.rows = 0
         self.error: BaseException | None = None
@@ -177,15 +159,17 @@ class LagMonitor:
         if self.error is not None:
             raise self.error
 
-    def position(self) -> tuple[str, int] | None:
+    def position(self) -> Position | None:
         """How far the client has received: its position, or the position of the last
         heartbeat when later (a heartbeat means everything before it has been sent)."""
         p = self.client.position
-        best = (p.file, p.pos) if p is not None and p.file and p.pos is not None else None
+        best = Position(p.file, p.pos) if p is not None and p.file and p.pos is not None \
+            else None
         hb = self.client.last_heartbeat
         if hb is not None and hb[0] and hb[1]:
-            if best is None or _key(*hb) > _key(*best):
-                best = (hb[0], int(hb[1]))
+            beat = Position(hb[0], int(hb[1]))
+            if best is None or beat.key > best.key:
+                best = beat
         return best
 
     def sample(self) -> LagSample:
@@ -197,7 +181,7 @@ class LagMonitor:
         end = logs = None
         try:
             end = self.status.end()
-            if at is not None and at[0] != end[0]:
+            if at is not None and at.file != end.file:
                 logs = self.status.binary_logs()
         except Exception as e:
             if not is_transient(e):
@@ -205,8 +189,7 @@ class LagMonitor:
                     raise
                 raise CdcError(f"cannot read the binlog end of {self.client.where}: {e}") from e
             end = None        # the server is away for the moment: unknown, not fatal
-        behind = bytes_behind(at[0], at[1], end[0], end[1], logs) \
-            if at is not None and end is not None else None
+        behind = at.bytes_behind(end, logs) if at is not None and end is not None else None
         if behind == 0 or client_lag == 0:
             lag = 0.0
         else:
@@ -216,8 +199,8 @@ class LagMonitor:
         self._prev = (now, txs, rows)
         return LagSample(_iso(now), round(now, 3), lag, behind, round((txs - tx0) / dt, 2),
                          round((rows - rows0) / dt, 2), txs, rows,
-                         at[0] if at else None, at[1] if at else None,
-                         end[0] if end else None, end[1] if end else None)
+                         at.file if at else None, at.pos if at else None,
+                         end.file if end else None, end.pos if end else None)
 
     def stop(self, timeout: float = 10.0) -> None:
         self.client.close()
@@ -274,8 +257,6 @@ def plot_samples(samples: list[LagSample], path: str, title: str = "binlog-cdc l
 
 def add_lag_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``binlog-cdc lag`` (the caller sets ``func=run_lag``)."""
-    from cdc.cli.tail import add_connection_arguments, add_start_arguments
-
     add_connection_arguments(p, retries=False)
     add_start_arguments(p, "where to start (default: the server's current end)")
 
@@ -297,19 +278,14 @@ def add_lag_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def build_lag_client(args) -> ReplicaClient:
-    from cdc.cli.tail import _password, _ssl, _start
-
     if args.interval <= 0:
         raise ConfigurationError("--interval must be a positive number of seconds")
     if args.duration is not None and args.duration <= 0:
         raise ConfigurationError("--duration must be a positive number of seconds")
-    server_id = args.server_id if args.server_id is not None else \
-        random.randint(1_000_000_000, 1_999_999_999)
     heartbeat = args.heartbeat if args.heartbeat is not None else max(0.5, args.interval)
-    return ReplicaClient(args.host, args.port, args.user, _password(args), server_id=server_id,
-                         start=_start(args), blocking=True, heartbeat_interval=heartbeat,
-                         ssl=_ssl(args), retry=RetryPolicy(max_attempts=None, max_time=None),
-                         connect_timeout=args.connect_timeout)
+    config = config_from_args(args, heartbeat_interval=heartbeat,
+                              retry=RetryPolicy(max_attempts=None, max_time=None))
+    return ReplicaClient(config, start=start_from_args(args), blocking=True)
 
 
 def _sample_loop(args, monitor, stop: threading.Event, samples: list, out) -> None:
@@ -351,7 +327,6 @@ def run_lag(args) -> int:
     out = sys.stdout
     samples: list[LagSample] = []
     stop = threading.Event()
-    from cdc.cli.tail import on_sigterm
     try:
         with on_sigterm(stop.set):
             _sample_loop(args, monitor, stop, samples, out)

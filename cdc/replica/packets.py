@@ -22,19 +22,10 @@ import socket
 import ssl
 from typing import NamedTuple
 
-from cdc.errors import ServerConnectionError
+from cdc.errors import ConnectionLost, ProtocolError
 
 MAX_PAYLOAD = 0xFFFFFF          # a packet of this length is continued by the next one
 HEADER_LEN = 4
-
-
-class ConnectionLost(ServerConnectionError):
-    """The connection to the server closed or failed; the client reconnects (transient)."""
-
-
-class ProtocolError(ConnectionLost):
-    """The byte stream stopped making sense (sequence numbers out of order); reconnecting
-    restarts from a clean state."""
 
 
 class ErrPacket(NamedTuple):

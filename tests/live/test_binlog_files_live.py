@@ -6,6 +6,7 @@ import pymysql
 import pytest
 
 from cdc.cli.lag import ServerStatus
+from cdc.positions import Position
 from cdc.errors import ParseError, TruncatedEventError
 from cdc.binlog.files import read_events
 from cdc.binlog.parser import iter_events
@@ -13,6 +14,38 @@ from cdc.binlog.transactions import assemble
 
 
 @pytest.mark.server
+def test_real_binlog_bit_flips_and_truncation(mariadb, db, binlog_snapshot, tmp_path):
+    start_file, _ = mariadb.current_position()
+    mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(50))")
+    for i in range(20):
+        mariadb.execute(f"INSERT INTO `{db}`.t VALUES ({i}, 'value {i}')")
+    (path,) = binlog_snapshot(since_file=start_file)[-1:]
+    good = path.read_bytes()
+    rows = [c.after for tx in assemble(iter_events(good)) for c in tx.changes() if c.schema == db]
+    assert rows == [(i, f"value {i}") for i in range(20)]
+    rng = random.Random(11)
+    for offset in rng.sample(range(4, len(good)), 200):
+        bad = bytearray(good)
+        bad[offset] ^= 1 << rng.randrange(8)
+        with pytest.raises(ParseError):
+            list(iter_events(bytes(bad)))
+    cut = tmp_path / "cut.000001"
+    cut.write_bytes(good[:len(good) - 7])
+    with pytest.raises(TruncatedEventError, match="truncated"):
+        list(read_events([cut]))
 
 
 @pytest.mark.server
+def test_live_server_end_matches_show_master_status(mariadb, db):
+    mariadb.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY)")
+    mariadb.execute(f"INSERT INTO {db}.t VALUES (1)")
+    file, pos = mariadb.current_position()
+    status = ServerStatus(lambda: pymysql.connect(**mariadb.cdc_params(), autocommit=True))
+    try:
+        assert status.end() == Position(file, pos)
+        mariadb.execute(f"INSERT INTO {db}.t VALUES (2)")
+        end = status.end()
+        f2, p2 = end.file, end.pos
+        assert f2 == file and p2 > pos
+    finally:
+        status.close()

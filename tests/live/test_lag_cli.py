@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc.cli.lag import LagSample, bytes_behind
+from cdc.cli.lag import LagSample
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -35,19 +35,6 @@ def pwfile(mariadb, tmp_path) -> Path:
     p = tmp_path / "pw"
     p.write_text(mariadb.cdc_params()["password"] + "\n")
     return p
-
-
-def test_bytes_behind():
-    logs = [("mysql-bin.000007", 1000), ("mysql-bin.000008", 500), ("mysql-bin.000009", 700),
-            ("mysql-bin.000010", 300)]
-    assert bytes_behind("mysql-bin.000009", 100, "mysql-bin.000009", 700, logs) == 600
-    assert bytes_behind("mysql-bin.000009", 700, "mysql-bin.000009", 700, logs) == 0
-    assert bytes_behind("mysql-bin.000009", 900, "mysql-bin.000009", 700, logs) == 0
-    # rest of 000007 (1000-400) + all of 000008 + 000009 + 250 bytes of 000010
-    assert bytes_behind("mysql-bin.000007", 400, "mysql-bin.000010", 250, logs) == \
-        600 + 500 + 700 + 250
-    # a file number growing a digit (.999999 -> .1000000) still orders by number
-    assert bytes_behind("b.999999", 10, "b.1000000", 4, [("b.999999", 20), ("b.1000000", 4)]) == 14
 
 
 def test_lag_jsonl_and_plot(mariadb, db, pwfile, tmp_path):
@@ -149,7 +136,7 @@ def test_lag_errors(mariadb, tmp_path):
     assert r.returncode == 2 and "binlog-cdc: error:" in r.stderr, r.stderr
     assert "not-the-Secret-123" not in r.stdout + r.stderr
     # --plot without matplotlib: says what to install, before connecting anywhere
-    code = ("import sys; sys.modules['matplotlib'] = None; from cdc.cli.decode import main; "
+    code = ("import sys; sys.modules['matplotlib'] = None; from cdc.cli.main import main; "
             "sys.exit(main(sys.argv[1:]))")
     r = subprocess.run([sys.executable, "-c", code, *base[3:], "--plot",
                         str(tmp_path / "x.png")], capture_output=True, text=True, cwd=ROOT,

@@ -26,7 +26,9 @@ from cdc.errors import (AuthenticationError, BinlogPurgedError, ConfigurationErr
                         PrivilegeError, ServerConfigError, ServerConnectionError,
                         ServerIdConflictError)
 from cdc.binlog.gtid import GtidSet
-from cdc.replica.client import ReplicaClient, RetryPolicy, Start
+from cdc.positions import Start
+from cdc.replica.client import ReplicaClient
+from cdc.replica.config import ReplicaConfig, RetryPolicy
 from support.fake_source import (BinlogFile, EventBuilder, FakeSource, Plan, Table, make_tls_files)
 
 N_CHANGES = int(os.environ.get("CDC_TEST_CHANGES", "100000"))
@@ -55,13 +57,20 @@ def fake_binlog() -> BinlogFile:
         [(f"{U}:{gno}", B.transaction(gno, T, rows, 500 + gno)) for gno, rows in ROWS.items()])
 
 
+def make_client(host, port, user, password, *, start="latest", blocking=True,
+                **config) -> ReplicaClient:
+    """A client with one ReplicaConfig of the connection settings in *config*."""
+    return ReplicaClient(ReplicaConfig(host, port, user, password, **config), start=start,
+                         blocking=blocking)
+
+
 def fake_client(src: FakeSource, **kw) -> ReplicaClient:
     kw.setdefault("start", Start.gtid_set(f"{U}:1-10"))
     kw.setdefault("blocking", False)
     kw.setdefault("retry", FAST_RETRY)
     kw.setdefault("password", "s3cret")
     password = kw.pop("password")
-    return ReplicaClient("127.0.0.1", src.port, "cdc", password, server_id=4242, **kw)
+    return make_client("127.0.0.1", src.port, "cdc", password, server_id=4242, **kw)
 
 
 def test_fake_source_gtid_dump_end_to_end():
@@ -89,7 +98,7 @@ def test_fake_source_gtid_dump_end_to_end():
     assert "SET @master_heartbeat_period = 2500000000" in q                # nanoseconds
     assert "SHOW REPLICAS" in q                                             # 8.0.22+ syntax
     assert src.got.register == [bytes.fromhex("15" "92100000") + bytes((len(
-        client.report_host),)) + client.report_host.encode() + bytes.fromhex(
+        client.config.replica_host),)) + client.config.replica_host.encode() + bytes.fromhex(
         "00" "00" "0000" "00000000" "00000000")]
     assert src.got.dumps == [bytes.fromhex(
         "1e" "0500" "92100000"      # COM_BINLOG_DUMP_GTID, NON_BLOCK|THROUGH_GTID, server 4242
@@ -181,7 +190,8 @@ def test_fake_source_preflight_errors(variables, plan, grants, error, text):
 
 def test_fake_source_file_start_is_checked_against_show_binary_logs():
     with FakeSource(fake_binlog()) as src:
-        with pytest.raises(BinlogPurgedError, match=r"binlog\.000000 is not on .* binlog\.000001"):
+        with pytest.raises(BinlogPurgedError,
+                           match=r"binlog file binlog\.000000 is no longer on .* binlog\.000001"):
             list(fake_client(src, start=Start.at("binlog.000000", 4)).transactions())
 
 
@@ -326,7 +336,8 @@ def live_client(server, **kw) -> ReplicaClient:
     params = server.cdc_params()
     kw.setdefault("server_id", next_server_id())
     kw.setdefault("retry", FAST_RETRY)
-    return ReplicaClient(params["host"], params["port"], params["user"], params["password"], **kw)
+    return make_client(params["host"], params["port"], params["user"], params["password"],
+                       **kw)
 
 
 def dump_threads(server, client: ReplicaClient) -> list[int]:
@@ -610,7 +621,7 @@ def test_purged_file_and_purged_gtids(private):
             break
         time.sleep(0.2)
     assert private.binlog_files()[0].name == current
-    with pytest.raises(BinlogPurgedError, match=f"binlog file {old_file} is not on"):
+    with pytest.raises(BinlogPurgedError, match=f"binlog file {old_file} is no longer on"):
         list(live_client(private, start=Start.at(old_file, 4), blocking=False).transactions())
     # by GTID: the server itself says the requested GTID state is gone (error 1236)
     with pytest.raises(BinlogPurgedError, match="0-1-1") as e:
@@ -623,8 +634,8 @@ def test_purged_file_and_purged_gtids(private):
 
 
 def test_wrong_password_names_the_user(mariadb):
-    client = ReplicaClient(mariadb.host, mariadb.port, "cdc", "not-the-password",
-                           server_id=next_server_id(), retry=FAST_RETRY)
+    client = make_client(mariadb.host, mariadb.port, "cdc", "not-the-password",
+                         server_id=next_server_id(), retry=FAST_RETRY)
     with pytest.raises(AuthenticationError, match=r"refused user 'cdc'.*1045"):
         list(client.transactions())
 
@@ -633,8 +644,8 @@ def test_missing_privileges_give_the_grant_to_run(mariadb):
     mariadb.execute("CREATE USER IF NOT EXISTS 'weak'@'%' IDENTIFIED BY 'weak-pw'")
     mariadb.execute("GRANT SELECT ON *.* TO 'weak'@'%'")
     try:
-        client = ReplicaClient(mariadb.host, mariadb.port, "weak", "weak-pw",
-                               server_id=next_server_id(), retry=FAST_RETRY)
+        client = make_client(mariadb.host, mariadb.port, "weak", "weak-pw",
+                             server_id=next_server_id(), retry=FAST_RETRY)
         with pytest.raises(PrivilegeError) as e:
             list(client.transactions())
         assert "GRANT REPLICATION SLAVE, BINLOG MONITOR, REPLICATION MASTER ADMIN ON *.* TO " \
@@ -745,8 +756,8 @@ def test_mysql84_gtid_stream(mysql84):
     executed = mysql84.execute("SELECT @@GLOBAL.gtid_executed")[0][0]
     for i in range(1, 4):
         mysql84.execute(f"INSERT INTO cdc_test.r84 VALUES ({i}, 'v{i}')")
-    client = ReplicaClient(mysql84.host, mysql84.port, mysql84.cdc_user, mysql84.cdc_password,
-                           server_id=next_server_id(), start=Start.gtid_set(executed),
+    client = make_client(mysql84.host, mysql84.port, mysql84.cdc_user, mysql84.cdc_password,
+                         server_id=next_server_id(), start=Start.gtid_set(executed),
                            blocking=False, retry=FAST_RETRY)
     txs = list(client.transactions())
     assert [c.after for tx in txs for c in tx.changes()] == [(1, "v1"), (2, "v2"), (3, "v3")]

@@ -1,4 +1,4 @@
-"""cdc.replica.client.binlog_status: the one reader of the binlog end (Spark driver, lag monitor)."""
+"""cdc.replica.sql.binlog_status: the one reader of the binlog end (Spark driver, lag monitor)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pymysql
 import pytest
 
 from cdc.errors import ConfigurationError
-from cdc.cli.lag import ServerStatus
-from cdc.replica.client import binlog_status
+from cdc.positions import Position
+from cdc.replica.sql import binlog_status
 
 
 class _Server:
@@ -28,19 +28,20 @@ def test_mysql_84_spelling_after_the_removed_one():
     srv = _Server({"SHOW BINARY LOG STATUS"},
                   ("binlog.000007", 1234, "", "", "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-42"))
     st = binlog_status(srv.query)
-    assert (st.file, st.pos) == ("binlog.000007", 1234)
-    assert st.executed_gtid_set == "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-42"
+    assert (st.end.file, st.end.pos) == ("binlog.000007", 1234)
+    assert str(st.end.gtid_set) == "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-42"
     assert st.statement == "SHOW BINARY LOG STATUS"
     assert srv.asked == ["SHOW MASTER STATUS", "SHOW BINARY LOG STATUS"]
     # asked again with the spelling that worked: one statement, no failing one first
     srv.asked.clear()
-    assert binlog_status(srv.query, first=st.statement).pos == 1234
+    assert binlog_status(srv.query, first=st.statement).end.pos == 1234
     assert srv.asked == ["SHOW BINARY LOG STATUS"]
 
 
 def test_mariadb_row_has_no_gtid_column():
     st = binlog_status(_Server({"SHOW MASTER STATUS"}, ("mysql-bin.000002", 389, "", "")).query)
-    assert st == ("mysql-bin.000002", 389, None, "SHOW MASTER STATUS")
+    assert st == (Position("mysql-bin.000002", 389), "SHOW MASTER STATUS")
+    assert st.end.gtid is None
 
 
 def test_binary_log_off_and_unknown_server_say_what_to_do():
@@ -50,22 +51,8 @@ def test_binary_log_off_and_unknown_server_say_what_to_do():
         binlog_status(_Server(set(), None).query, where="db1")
 
 
-def test_live_server_end_matches_show_master_status(mariadb, db):
-    mariadb.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY)")
-    mariadb.execute(f"INSERT INTO {db}.t VALUES (1)")
-    file, pos = mariadb.current_position()
-    status = ServerStatus(lambda: pymysql.connect(**mariadb.cdc_params(), autocommit=True))
-    try:
-        assert status.end() == (file, pos)
-        mariadb.execute(f"INSERT INTO {db}.t VALUES (2)")
-        f2, p2 = status.end()
-        assert f2 == file and p2 > pos
-    finally:
-        status.close()
-
-
 def test_sql_session_retries_a_lost_connection_as_configured():
-    from cdc.replica.client import SqlSession
+    from cdc.replica.sql import SqlSession
     made = []
 
     def connect():

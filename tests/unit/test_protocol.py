@@ -13,12 +13,12 @@ import pytest
 from cdc.errors import (AuthenticationError, BinlogPurgedError, ConfigurationError,
                         PrivilegeError, ReplicationError, ServerIdConflictError)
 from cdc.binlog.gtid import GtidSet
-from cdc.replica.packets import (MAX_PAYLOAD, ConnectionLost, PacketReader, ProtocolError, frame,
-                         is_eof, parse_err, take_over)
-from cdc.replica.protocol import (TransientServerError, binlog_dump, binlog_dump_gtid,
-                          heartbeat_period_ns, is_transient, map_server_error,
-                          missing_privileges, parse_server_version, register_slave)
-from cdc.replica.client import Position, Start
+from cdc.errors import (ConnectionLost, ProtocolError, TransientServerError, is_transient,
+                        map_server_error)
+from cdc.replica.packets import MAX_PAYLOAD, PacketReader, frame, is_eof, parse_err, take_over
+from cdc.replica.protocol import (binlog_dump, binlog_dump_gtid, heartbeat_period_ns,
+                                  missing_privileges, parse_server_version, register_slave)
+from cdc.positions import Position, Start
 
 UUID1 = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 UUID2 = "8a94f357-aab4-11df-86ab-c80aa9429562"
@@ -291,5 +291,5 @@ def test_start_specs():
     p = Position("mysql-bin.000002", 999)
     assert Start.parse(p) == Start.at("mysql-bin.000002", 999)
     assert p.cli_args() == "--file mysql-bin.000002 --pos 999"
-    p = Position("x", 5, gtid_set=GtidSet.parse(f"{UUID1}:1-3"))
+    p = Position("x", 5, GtidSet.parse(f"{UUID1}:1-3"))
     assert Start.parse(p).kind == "gtid" and p.cli_args() == f"--gtid '{UUID1}:1-3'"

@@ -1,0 +1,20 @@
+"""One row change as a JSON line: the object of ``decode --format jsonl`` and
+``tail --format jsonl``."""
+
+from __future__ import annotations
+
+from cdc.values.render import row_json, to_json_text
+
+
+def change_json(change) -> str:
+    """One row change as a JSON line (the CLI's jsonl format)."""
+    tx = change.tx
+    key = change.key()
+    return ("{" f'"op": "{change.op}", "db": {to_json_text(change.schema)}, '
+            f'"table": {to_json_text(change.table)}, '
+            f'"before": {row_json(change.columns, change.before)}, '
+            f'"after": {row_json(change.columns, change.after)}, '
+            f'"key": {to_json_text(key)}, "file": {to_json_text(tx.file)}, "pos": {to_json_text(tx.pos)}, '
+            f'"end_pos": {to_json_text(tx.end_pos)}, "gtid": {to_json_text(tx.gtid)}, '
+            f'"xid": {to_json_text(tx.xid)}, "row": {change.index}, "ts": {tx.timestamp}, '
+            f'"server_id": {tx.server_id}' "}")

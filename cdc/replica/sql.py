@@ -1,0 +1,169 @@
+"""Plain SQL around a stream: connections made from a :class:`~cdc.replica.config.ReplicaConfig`,
+statements with server errors mapped to binlog-cdc errors, the binlog's end and file list, and
+resolving an ``earliest``/``latest`` start to a file position.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+from cdc.errors import ConfigurationError, ServerConfigError, map_server_error
+from cdc.positions import Position, Start, parse_gtid_state
+from cdc.replica.config import ReplicaConfig
+
+__all__ = ["connect", "mysql_error", "fetch_rows", "SqlSession", "BinlogStatus",
+           "binlog_status", "binary_logs", "resolve_start", "BINLOG_STATUS_SQL"]
+
+Query = Callable[..., list]
+
+
+def connect(config: ReplicaConfig, *, grant: str | None = None):
+    """A plain autocommit SQL connection (PyMySQL, utf8mb4) with *config*'s host, account, TLS
+    options and error messages; *grant* is the GRANT statement to suggest on a privilege error.
+    The caller closes it."""
+    import pymysql
+    kw: dict[str, Any] = dict(host=config.host, port=config.port, user=config.user,
+                              password=config.password.get(),
+                              connect_timeout=config.connect_timeout,
+                              read_timeout=max(config.connect_timeout, 30.0),
+                              write_timeout=max(config.connect_timeout, 30.0),
+                              charset="utf8mb4", autocommit=True)
+    if config.ssl is False:
+        kw["ssl_disabled"] = True
+    elif config.ssl is not None:
+        kw["ssl"] = config.ssl.context()
+    try:
+        return pymysql.connect(**kw)
+    except pymysql.err.MySQLError as e:
+        import ssl as _ssl
+        orig = getattr(e, "original_exception", None)
+        if isinstance(orig, _ssl.SSLError):
+            raise ConfigurationError(
+                f"TLS handshake with {config.where} failed: {orig} (check ssl ca/cert/key and "
+                f"verify options)") from e
+        code = e.args[0] if e.args and isinstance(e.args[0], int) else None
+        if code == 2026:
+            raise ServerConfigError(f"{config.where} does not offer TLS, but ssl options were "
+                                    f"given: {e.args[-1]}") from e
+        raise mysql_error(e, config, grant=grant) from e
+
+
+def mysql_error(e, config: ReplicaConfig, *, grant: str | None = None) -> Exception:
+    """The binlog-cdc error for a PyMySQL error (*e* itself when it carries no server code)."""
+    code = e.args[0] if e.args and isinstance(e.args[0], int) else None
+    if code is None:
+        return e
+    msg = e.args[1] if len(e.args) > 1 else str(e)
+    return map_server_error(code, str(msg), user=config.user, where=config.where, grant=grant)
+
+
+def fetch_rows(conn, sql: str, args=None) -> list[tuple]:
+    """Run one statement on a PyMySQL connection: its rows (``[]`` when it returns none)."""
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall()) if cur.description else []
+
+
+class SqlSession:
+    """One SQL connection, opened by *connect* on first use and opened again when the server
+    has dropped it: ``run`` retries the call *retries* times (default once) on a new
+    connection; with ``retries=0`` the error is raised and the next call reconnects. Pickles
+    without the connection."""
+
+    def __init__(self, connect: Callable[[], Any], *, retries: int = 1):
+        self._connect = connect
+        self.retries = retries
+        self.conn = None
+
+    def run(self, call: Callable[[Any], Any]) -> Any:
+        """``call(connection)``, retried on a fresh connection after a lost one."""
+        import pymysql
+        for attempt in range(self.retries + 1):
+            if self.conn is None:
+                self.conn = self._connect()
+            try:
+                return call(self.conn)
+            except (pymysql.err.OperationalError, pymysql.err.InterfaceError):
+                self.close()
+                if attempt == self.retries:
+                    raise
+        raise AssertionError("unreachable")
+
+    def query(self, sql: str, args=None) -> list[tuple]:
+        """The rows of one statement (:func:`fetch_rows`), through :meth:`run`."""
+        return self.run(lambda conn: fetch_rows(conn, sql, args))
+
+    def server_version(self) -> str:
+        """The server's version text (connecting if needed)."""
+        return self.run(lambda conn: str(conn.get_server_info()))
+
+    def close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+    def __getstate__(self):
+        return dict(self.__dict__, conn=None)
+
+
+class BinlogStatus(NamedTuple):
+    """Where the server writes its next binlog event (``SHOW MASTER STATUS``)."""
+
+    #: The binlog end; on MySQL its ``gtid`` is the ``Executed_Gtid_Set`` there (None on
+    #: MariaDB, whose status has no such column).
+    end: Position
+    #: The statement that answered (pass it as *first* next time).
+    statement: str
+
+
+# MySQL 8.4 dropped SHOW MASTER STATUS for SHOW BINARY LOG STATUS; MariaDB 10.5.2+ also spells it
+# SHOW BINLOG STATUS.
+BINLOG_STATUS_SQL = ("SHOW MASTER STATUS", "SHOW BINARY LOG STATUS", "SHOW BINLOG STATUS")
+
+
+def binlog_status(query: Query, *, first: str | None = None,
+                  where: str = "the server") -> BinlogStatus:
+    """The binlog end, asked with ``query(sql) -> rows``; a spelling the server does not know
+    (a syntax error) makes way for the next; *first* is tried before the others."""
+    import pymysql
+    order = ([first] if first else []) + [s for s in BINLOG_STATUS_SQL if s != first]
+    last: Exception | None = None
+    for sql in order:
+        try:
+            rows = query(sql)
+        except pymysql.err.ProgrammingError as e:
+            last = e
+            continue
+        if not rows:
+            raise ConfigurationError(f"{sql} on {where} returned nothing: is the binary log on "
+                                     f"(log_bin)?")
+        row = rows[0]
+        executed = str(row[4]) if len(row) > 4 and row[4] is not None else None
+        gtid = parse_gtid_state(executed, mariadb=False) if executed is not None else None
+        return BinlogStatus(Position(str(row[0]), int(row[1]), gtid), sql)
+    raise ConfigurationError(f"cannot read the binlog position of {where}: {last}")
+
+
+def binary_logs(query: Query) -> list[tuple[str, int]]:
+    """``SHOW BINARY LOGS``: (file name, size) of every binlog file the server has, oldest
+    first."""
+    return [(str(r[0]), int(r[1])) for r in query("SHOW BINARY LOGS")]
+
+
+def resolve_start(query: Query, start: Start, *, where: str,
+                  status_sql: str | None = None) -> Start:
+    """*start* with ``earliest`` (the oldest binlog file the server has, position 4) and
+    ``latest`` (the binlog end now) resolved to file starts; others are returned as they are."""
+    if start.kind == "earliest":
+        logs = binary_logs(query)
+        if not logs:
+            raise ServerConfigError(f"SHOW BINARY LOGS on {where} lists no file: is the binary "
+                                    f"log on (log_bin)?")
+        return Start.at(logs[0][0], 4)
+    if start.kind == "latest":
+        end = binlog_status(query, first=status_sql, where=where).end
+        return Start.at(end.file, end.pos)
+    return start
