@@ -5,10 +5,23 @@
 :mod:`pyspark_binlog_cdc`; :class:`BinlogCdcDataSource` can also be registered by hand with
 ``spark.dataSource.register(BinlogCdcDataSource)``.
 
-See :mod:`streaming.source` (how it works), :mod:`streaming.schema` (the schema) and
-:mod:`streaming.options` (the options).
+The library: :mod:`streaming.source` (the Spark callbacks), :mod:`streaming.planning` (pure
+batch planning), :mod:`streaming.driver` (the driver's server queries), :mod:`streaming.options`,
+:mod:`streaming.offsets`, :mod:`streaming.schema` (Spark types), :mod:`streaming.catalog`
+(information_schema), :mod:`streaming.batches` (Arrow batches), :mod:`streaming.delta` (Delta
+upserts), :mod:`streaming.metrics` (Prometheus). The applications: :mod:`streaming.apps`.
+
+``BinlogCdcDataSource`` is loaded on first use, so the Spark-free modules (options, planning,
+offsets) import without PySpark.
 """
 
-from streaming.source import BinlogCdcDataSource
+from __future__ import annotations
 
 __all__ = ["BinlogCdcDataSource"]
+
+
+def __getattr__(name: str):
+    if name == "BinlogCdcDataSource":
+        from streaming.source import BinlogCdcDataSource
+        return BinlogCdcDataSource
+    raise AttributeError(f"module 'streaming' has no attribute {name!r}")

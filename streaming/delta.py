@@ -18,7 +18,7 @@ For every source table present in a micro-batch:
    delete; matched -> update all columns; not matched and not deleted -> insert.
 
 Types: the Delta table's schema comes from the source table (``information_schema`` through
-:func:`streaming.schema.columns_from_server`), with the Spark types of typed mode
+:func:`streaming.catalog.columns_from_server`), with the Spark types of typed mode
 (:func:`streaming.schema.spark_column`) turned into Arrow types. Delta has no interval type, so
 ``TIME`` columns are stored as their text ``[-]HH:MM:SS[.ffffff]``.
 
@@ -53,9 +53,11 @@ from cdc.values.types import ColumnDef
 from cdc.binlog.constants import ColumnType as T
 from cdc.errors import ConfigurationError, SchemaError
 from cdc.values.render import time_text, to_json_text
-from cdc.replica.client import SqlSession, sql_connection
+from cdc.replica.config import ReplicaConfig
+from cdc.replica.sql import SqlSession, connect
 
-from streaming.schema import columns_from_server, spark_column
+from streaming.catalog import columns_from_server
+from streaming.schema import spark_column
 
 log = logging.getLogger("binlog_cdc.delta")
 
@@ -93,19 +95,12 @@ def table_info_from_server(conn, db: str, table: str) -> TableInfo:
 
 
 class ServerColumns:
-    """A :data:`ColumnSource` asking the server (one lazily opened PyMySQL connection)."""
+    """A :data:`ColumnSource` asking the server of *config* (one lazily opened PyMySQL
+    connection, with the config's TLS settings)."""
 
-    def __init__(self, host: str, port: int = 3306, user: str = "", password: str = "", *,
-                 connect_timeout: float = 10.0, ssl=None):
-        self.host, self.port, self.user = host, int(port), user
-        self._password = password
-        self.connect_timeout = connect_timeout
-        self.ssl = ssl
-        self._sql = SqlSession(self._connect)
-
-    def _connect(self):
-        return sql_connection(self.host, self.port, self.user, self._password, ssl=self.ssl,
-                              connect_timeout=self.connect_timeout)
+    def __init__(self, config: ReplicaConfig):
+        self.config = config
+        self._sql = SqlSession(lambda: connect(self.config))
 
     def __call__(self, db: str, table: str) -> TableInfo:
         return self._sql.run(lambda conn: table_info_from_server(conn, db, table))
@@ -233,8 +228,11 @@ class DeltaUpserter:
     """A ``foreachBatch`` function: ``up(batch_df, batch_id)`` upserts the changes of a batch of
     the ``binlog-cdc`` source into one Delta table per source table (``<root>/<db>/<table>``).
 
-    ``columns``: a :data:`ColumnSource` (``(db, table) -> TableInfo``) to use instead of asking
-    the server at ``host``/``port`` as ``user``/``password``. ``table_path``: ``(root, db, table)
+    The table definitions come from the source server: ``config`` (the stream's
+    :class:`~cdc.replica.config.ReplicaConfig`, e.g. ``SourceOptions.replica_config()``, so the
+    upserter connects with the same TLS settings as the stream), or ``host``/``port``/``user``/
+    ``password``/``ssl``; ``columns``: a :data:`ColumnSource` (``(db, table) -> TableInfo``)
+    to use instead. ``table_path``: ``(root, db, table)
     -> path`` to place tables elsewhere. ``storage_options`` go to delta-rs (object stores).
     Table definitions are cached for the life of the upserter and read again when a row image
     does not match them.
@@ -244,16 +242,20 @@ class DeltaUpserter:
                  user: str | None = None, password: str | None = None, *,
                  app_id: str, columns: ColumnSource | None = None,
                  table_path: Callable[[str, str, str], str] | None = None,
-                 storage_options: dict[str, str] | None = None, ssl=None):
+                 storage_options: dict[str, str] | None = None, ssl=None,
+                 config: ReplicaConfig | None = None):
         if not app_id:
             raise ConfigurationError("DeltaUpserter: app_id is required (it names the stream in "
                                      "the Delta tables' transaction log; one per checkpoint)")
         if columns is None:
-            if not host or not user:
-                raise ConfigurationError("DeltaUpserter: give host and user (and password) of "
-                                         "the source server, or a columns=(db, table) -> "
-                                         "TableInfo function")
-            columns = ServerColumns(host, port, user, password or "", ssl=ssl)
+            if config is None:
+                if not host or not user:
+                    raise ConfigurationError("DeltaUpserter: give config= (the source's "
+                                             "ReplicaConfig), or host and user (and password) "
+                                             "of the source server, or a columns=(db, table) -> "
+                                             "TableInfo function")
+                config = ReplicaConfig(host, port, user, password or "", ssl=ssl)
+            columns = ServerColumns(config)
         self.root = os.fspath(root)
         self.app_id = str(app_id)
         self.columns = columns

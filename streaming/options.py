@@ -12,15 +12,17 @@ cannot leak through logs, reprs, plans or exception messages.
 from __future__ import annotations
 
 import json
-import os
-import random
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from cdc.errors import ConfigurationError
 from cdc.binlog.transactions import TableFilter
+from cdc.errors import ConfigurationError
+from cdc.positions import Start
+from cdc.replica.config import (ReplicaConfig, RetryPolicy, Secret, random_server_id,
+                                read_password)
 
-PASSWORD_ENV = "BINLOG_CDC_PASSWORD"
+#: How tasks and the driver's replication connections reconnect.
+TASK_RETRY = RetryPolicy(max_attempts=10, max_time=120, initial_backoff=0.2, max_backoff=5)
 
 # name -> one-line description (also the order of the "valid options" list in errors)
 OPTIONS: dict[str, str] = {
@@ -52,39 +54,6 @@ _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
-class Secret:
-    """A string that never shows itself: ``repr``/``str``/format give ``***``."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str):
-        self._value = value
-
-    def get(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    def __str__(self) -> str:
-        return "***"
-
-    def __format__(self, spec: str) -> str:
-        return "***"
-
-    def __bool__(self) -> bool:
-        return bool(self._value)
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(("Secret", self._value))
-
-    def __reduce__(self):
-        return (Secret, (self._value,))
-
-
 def _bool(name: str, text: str) -> bool:
     t = text.strip().lower()
     if t in _TRUE:
@@ -112,37 +81,6 @@ def _globs(text: str | None) -> list[str]:
 
 
 @dataclass(frozen=True)
-class StartSpec:
-    """Parsed ``startingPosition``: kind is earliest, latest, file or gtid."""
-
-    kind: str
-    file: str | None = None
-    pos: int | None = None
-    gtid: str | None = None
-
-    @classmethod
-    def parse(cls, text: str | None) -> "StartSpec":
-        if text is None or not text.strip():
-            return cls("latest")
-        t = text.strip()
-        if t.lower() in ("earliest", "latest"):
-            return cls(t.lower())
-        try:
-            d = json.loads(t)
-        except ValueError:
-            d = None
-        if isinstance(d, dict):
-            if "gtid" in d and isinstance(d["gtid"], str) and set(d) == {"gtid"}:
-                return cls("gtid", gtid=d["gtid"])
-            if set(d) >= {"file", "pos"} and set(d) <= {"file", "pos", "gtid"} \
-                    and isinstance(d["file"], str) and isinstance(d["pos"], int) and d["pos"] >= 4:
-                return cls("file", file=d["file"], pos=d["pos"])
-        raise ConfigurationError(
-            f"startingPosition {text!r} is not understood: use earliest, latest, "
-            f'{{"file": "mysql-bin.000042", "pos": 4}} or {{"gtid": "0-1-42"}}')
-
-
-@dataclass(frozen=True)
 class SourceOptions:
     """Every option of the source, typed. Build with :meth:`parse`."""
 
@@ -151,7 +89,7 @@ class SourceOptions:
     user: str | None = None
     password: Secret = field(default_factory=lambda: Secret(""), repr=False)
     server_id: int = 0
-    starting: StartSpec = field(default_factory=lambda: StartSpec("latest"))
+    starting: Start = field(default_factory=Start.latest)
     include_tables: tuple = ()
     exclude_tables: tuple = ()
     table: str | None = None
@@ -187,8 +125,8 @@ class SourceOptions:
         if get("serverId"):
             kw["server_id"] = _int("serverId", get("serverId"), 1, (1 << 32) - 1 - 1024)
         else:
-            kw["server_id"] = random.SystemRandom().randrange(1 << 30, (1 << 32) - 2048)
-        kw["starting"] = StartSpec.parse(get("startingPosition"))
+            kw["server_id"] = random_server_id(1 << 30, (1 << 32) - 2049)
+        kw["starting"] = Start.parse(get("startingPosition"), option="startingPosition")
         kw["include_tables"] = tuple(_globs(get("includeTables")))
         kw["exclude_tables"] = tuple(_globs(get("excludeTables")))
         if get("table"):
@@ -245,6 +183,17 @@ class SourceOptions:
             raise ConfigurationError("the binlog-cdc stream needs option user (a user with "
                                      "REPLICATION SLAVE and REPLICATION CLIENT)")
 
+    def replica_config(self, server_id: int | None = None) -> ReplicaConfig:
+        """The :class:`ReplicaConfig` of these options (the one place Spark options become
+        connection settings); *server_id* defaults to ``serverId``."""
+        self.check_connection()
+        return ReplicaConfig(
+            self.host, self.port, self.user, self.password,
+            server_id=server_id if server_id is not None else self.server_id,
+            ssl=self.ssl, connect_timeout=self.connect_timeout_s,
+            heartbeat_interval=self.heartbeat_s, retry=TASK_RETRY,
+            table_filter=self.table_filter(), check_server_id=False)
+
     def table_filter(self) -> TableFilter | None:
         include = [self.table] if self.table else list(self.include_tables)
         f = TableFilter(include, list(self.exclude_tables))
@@ -256,14 +205,4 @@ class SourceOptions:
 
 
 def _password(raw: dict) -> Secret:
-    if raw.get("password"):
-        return Secret(raw["password"])
-    path = raw.get("passwordFile")
-    if path:
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.readline().rstrip("\r\n")
-        except OSError as e:
-            raise ConfigurationError(f"cannot read passwordFile {path}: {e.strerror}") from None
-        return Secret(text)
-    return Secret(os.environ.get(PASSWORD_ENV, ""))
+    return read_password(raw.get("password"), raw.get("passwordFile"), file_option="passwordFile")

@@ -34,6 +34,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from cdc.errors import CdcError
+from cdc.positions import Position
 
 MARKER = ".binlog-cdc-demo"     # --out holds this file: the demo may clear the directory
 DB = "cdc_demo"
@@ -79,14 +80,14 @@ class Server:
                                charset="utf8mb4", connect_timeout=10)
 
     def query(self, sql: str, args=None) -> list[tuple]:
-        from cdc.replica.client import fetch_rows
+        from cdc.replica.sql import fetch_rows
         conn = self.connect()
         try:
             return fetch_rows(conn, sql, args)
         finally:
             conn.close()
 
-    def position(self) -> tuple[str, int]:
+    def position(self) -> Position:
         """The end of the server's binlog (the statement each server version spells)."""
         from cdc.cli.lag import ServerStatus
         status = ServerStatus(self.connect)
@@ -170,14 +171,14 @@ class Workload(threading.Thread):
 # --- the stream -----------------------------------------------------------------------------------
 
 
-def start_stream(spark, server: Server, start: tuple[str, int], out: Path, upserter, *,
+def start_stream(spark, server: Server, start: Position, out: Path, upserter, *,
                  batch_rows: int, available_now: bool):
     r = server.replication
     reader = (spark.readStream.format("binlog-cdc")
               .option("host", r["host"]).option("port", str(r["port"]))
               .option("user", r["user"]).option("password", r["password"])
               .option("includeTables", f"{DB}.*")
-              .option("startingPosition", json.dumps({"file": start[0], "pos": start[1]}))
+              .option("startingPosition", json.dumps(Position(start.file, start.pos).to_offset()))
               .option("maxEventsPerTrigger", str(batch_rows)))
     writer = (reader.load().writeStream.queryName("cdc_demo").foreachBatch(upserter)
               .option("checkpointLocation", str(out / "checkpoint")))
@@ -285,7 +286,7 @@ def main(argv=None) -> int:
         server.query(f"CREATE DATABASE {DB}")
         for ddl in TABLES.values():
             server.query(ddl.format(db=DB))
-        say(f"created {DB}.customers and {DB}.orders; the stream starts at {start[0]}:{start[1]}")
+        say(f"created {DB}.customers and {DB}.orders; the stream starts at {start.file}:{start.pos}")
 
         say("starting Spark (local[2]) ...")
         from streaming.local_spark import local_spark

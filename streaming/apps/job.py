@@ -109,11 +109,12 @@ def _option_text(v) -> str:
 def start(spark, cfg: JobConfig, upserter=None):
     """Start the streaming query of *cfg* (foreachBatch into a DeltaUpserter); returns it."""
     from streaming.delta import DeltaUpserter
+    from streaming.options import SourceOptions
     if upserter is None:
-        src = cfg.source
-        upserter = DeltaUpserter(cfg.delta_path, host=src["host"], port=int(src.get("port", 3306)),
-                                 user=src.get("user", "root"), password=src.get("password", ""),
-                                 app_id=cfg.app_id)
+        # the upserter reaches the server exactly as the stream does (TLS settings included)
+        config = SourceOptions.parse({k: _option_text(v) for k, v in cfg.source.items()}) \
+            .replica_config()
+        upserter = DeltaUpserter(cfg.delta_path, config=config, app_id=cfg.app_id)
     reader = spark.readStream.format("binlog-cdc")
     for k, v in cfg.source.items():
         reader = reader.option(k, v)

@@ -1,4 +1,4 @@
-"""streaming.schema.BatchBuilder (columnar, per rows event, generated JSON renderers) gives the
+"""streaming.batches.BatchBuilder (columnar, per rows event, generated JSON renderers) gives the
 same Arrow batches as the straightforward construction, one RowChange at a time, on real binlogs
 of the harness's MariaDB: many column types, NULLs, zero dates, inserts/updates/deletes, a table
 without primary key, a composite key in non-column order, MINIMAL and NOBLOB images (ABSENT
@@ -25,8 +25,8 @@ from cdc.values.render import (compile_json_pair_renderer, compile_json_renderer
                         to_json_text)
 from cdc.binlog.transactions import TableFilter, assemble  # noqa: E402
 from streaming import offsets  # noqa: E402
-from streaming.schema import (JSON_SCHEMA, BatchBuilder, record_batches,  # noqa: E402
-                              spark_column, typed_schema)
+from streaming.batches import BatchBuilder, record_batches  # noqa: E402
+from streaming.schema import JSON_SCHEMA, spark_column, typed_schema  # noqa: E402
 
 DB = "t_batch_builder"
 UTC = dt.timezone.utc
@@ -214,8 +214,8 @@ def _kinds(transactions):
     for tx in transactions:
         for ev in tx.rows_events:
             n = len(ev.table.columns)
-            seen.add((ev.table.table, ev.kind, len(ev._present) == n,
-                      ev._present_after is None or len(ev._present_after) == n))
+            seen.add((ev.table.table, ev.kind, len(ev.present) == n,
+                      ev.present_after is None or len(ev.present_after) == n))
     return seen
 
 

@@ -399,7 +399,7 @@ def test_column_change_the_delta_table_cannot_take(mariadb, db, tmp_path):
 def test_job_config_runs_the_pipeline(spark, mariadb, db, tmp_path, monkeypatch):
     """python3 -m streaming.job with a config like conf/job.example.toml: Delta equals source."""
     import io
-    from streaming.job import load_config, run
+    from streaming.apps.job import load_config, run
     create_tables(mariadb, db)
     start = mariadb.current_position()
     workload(mariadb, db)
@@ -437,8 +437,10 @@ def test_job_config_runs_the_pipeline(spark, mariadb, db, tmp_path, monkeypatch)
     assert len(batch_lines) >= 2, lines                 # 25 changes per batch at most
     # every row change of the range is reported once: count them with the replica client
     from cdc.replica.client import ReplicaClient
-    client = ReplicaClient(p["host"], p["port"], p["user"], p["password"], server_id=4242,
-                           start=start, blocking=False, table_filter=[f"{db}.*"])
+    from cdc.replica.config import ReplicaConfig
+    client = ReplicaClient(ReplicaConfig(p["host"], p["port"], p["user"], p["password"],
+                                         server_id=4242, table_filter=[f"{db}.*"]),
+                           start=start, blocking=False)
     try:
         expected = sum(tx.row_count() for tx in client.transactions())
     finally:

@@ -26,7 +26,7 @@ from pyspark.sql.types import (BinaryType, ByteType, DateType, DayTimeIntervalTy
                                DecimalType, DoubleType, FloatType, IntegerType, LongType,
                                ShortType, StringType, StructType, TimestampNTZType, TimestampType)
 
-from streaming.offsets import BinlogOffset  # noqa: E402
+from cdc.positions import Position  # noqa: E402
 
 from support.spark_support import source_options  # noqa: E402
 
@@ -222,7 +222,7 @@ def test_max_events_per_trigger_bounds_batches_and_available_now_drains(
     last = q.lastProgress["sources"][0]
     lag = json.loads(last["latestOffset"])
     assert lag["behindBytes"] == 0 and lag["lagSeconds"] == 0
-    end = BinlogOffset.from_dict(json.loads(last["endOffset"]))
+    end = Position.from_offset(json.loads(last["endOffset"]))
     assert end.gtid is not None   # MariaDB GTID position travels with the offset
 
     # the same query later: only what is new
@@ -562,8 +562,8 @@ def test_mysql84_fake_earliest_gtid_offsets_restart_rotation_and_replay(spark, t
     assert gnos == sorted(set(gnos)) and gnos[-1] == 30
     for i, g in zip(sorted(offsets), gnos):
         assert offsets[i]["gtid"] == f"{MY_UUID}:1-{g}"
-    end = BinlogOffset.from_dict(json.loads(q.lastProgress["sources"][0]["endOffset"]))
-    assert end == BinlogOffset("binlog.000001", f30.size, f"{MY_UUID}:1-30")
+    end = Position.from_offset(json.loads(q.lastProgress["sources"][0]["endOffset"]), mariadb=False)
+    assert end == Position("binlog.000001", f30.size, GtidSet.parse(f"{MY_UUID}:1-30"))
     lag = json.loads(q.lastProgress["sources"][0]["latestOffset"])
     assert lag["behindBytes"] == 0 and lag["lagSeconds"] == 0
 

@@ -1,4 +1,4 @@
-"""streaming.job's config file: what it accepts and what it says about mistakes."""
+"""streaming.apps.job's config file: what it accepts and what it says about mistakes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from cdc.errors import ConfigurationError  # noqa: E402
-from streaming.job import load_config  # noqa: E402
+from streaming.apps.job import load_config  # noqa: E402
 
 GOOD = """
 [source]

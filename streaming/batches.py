@@ -1,0 +1,324 @@
+"""Arrow record batches of the ``binlog-cdc`` source's schema (:mod:`streaming.schema`) from
+committed transactions: :class:`BatchBuilder` and :func:`record_batches`."""
+
+from __future__ import annotations
+
+from itertools import repeat
+from typing import Callable, Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from cdc.values.types import ABSENT, ColumnDef
+from cdc.errors import SchemaError
+from cdc.binlog.transactions import key_values
+from cdc.values.render import (compile_json_pair_renderer, compile_json_renderer, row_json,
+                               to_json_text)
+
+from streaming.offsets import file_number
+from streaming.schema import IDENTITY_TYPES, spark_column
+
+
+class _TablePlan:
+    """What the builder needs per table map, computed once per batch: column names, the
+    generated JSON renderers (full images, primary keys), the typed fields' column indexes."""
+
+    __slots__ = ("tmap", "reader", "names", "ncols", "render", "render_pairs", "render_key",
+                 "keys", "typed_index")
+
+    def __init__(self, tmap, typed_names: list[str] | None):
+        self.tmap = tmap
+        self.reader = tmap.full_row_reader   # replaced when the table map's names change
+        self.names = names = tmap.column_names
+        self.ncols = len(names)
+        self.render = self.render_pairs = None
+        if typed_names is None:
+            self.render = compile_json_renderer(tmap.columns, names)
+            self.render_pairs = compile_json_pair_renderer(tmap.columns, names)
+        self.keys: dict[tuple, Callable] = {}
+        self.render_key = self.key_renderer(tmap.primary_key) if tmap.primary_key else None
+        if typed_names is not None:
+            where = {n: i for i, n in enumerate(names)}
+            self.typed_index = [where.get(n) for n in typed_names]
+
+    def key_renderer(self, pk):
+        pk = tuple(pk)
+        fn = self.keys.get(pk)
+        if fn is None:
+            fn = self.keys[pk] = compile_json_renderer(self.tmap.columns, self.names, pk)
+        return fn
+
+
+class BatchBuilder:
+    """Collects the row changes of committed transactions (:class:`cdc.binlog.transactions.Transaction`)
+    and turns them into ``pyarrow.RecordBatch``es of exactly the source's schema: the rows one
+    :class:`~cdc.binlog.transactions.RowChange` each would give, in the same order.
+
+    Works per rows event, column by column: the envelope fields are runs of one value per event
+    (Arrow expands them at :meth:`flush`), full row images go through a JSON renderer generated
+    per table layout (:func:`cdc.values.render.compile_json_renderer`), typed images are built one
+    struct child at a time and go to Arrow in chunks of about ``_TYPED_CHUNK_VALUES`` values.
+    """
+
+    def __init__(self, schema: StructType, typed_columns: list[ColumnDef] | None = None):
+        self.schema = schema
+        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        self.typed = typed_columns is not None
+        self.names = None
+        if self.typed:
+            self.names = [c.name for c in typed_columns]
+            self.converters = [spark_column(c).convert for c in typed_columns]
+            self.identity = [IDENTITY_TYPES.get(c) for c in self.converters]
+            image_type = self.arrow_schema.field("before").type
+            self.image_fields = [image_type.field(i) for i in range(image_type.num_fields)]
+            self._chunk_rows = max(256, _TYPED_CHUNK_VALUES // max(1, len(self.names)))
+        self._plans: dict[int, _TablePlan] = {}
+        self._file_numbers: dict[str, int] = {}
+        self._reset()
+
+    def _reset(self) -> None:
+        # per rows event: (end row, op, db, table, ts_ms, server_id, file, pos, gtid, xid,
+        # seq prefix)
+        self.events: list[tuple] = []
+        self.s_row: list[int] = []
+        self.key: list = []
+        self.key_filled = False
+        if self.typed:
+            self.before = _TypedImage(len(self.names))
+            self.after = _TypedImage(len(self.names))
+        else:
+            self.before, self.after = [], []
+            self.before_filled = self.after_filled = False
+        self.rows = 0
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def _plan(self, tmap) -> _TablePlan:
+        plan = self._plans.get(id(tmap))
+        if plan is None or plan.tmap is not tmap or plan.reader is not tmap.full_row_reader:
+            plan = self._plans[id(tmap)] = _TablePlan(tmap, self.names)  # keeps tmap alive
+        return plan
+
+    def add_transaction(self, tx) -> None:
+        """Add every row change of *tx*."""
+        for _ in self.add_events(tx):
+            pass
+
+    def add_events(self, tx):
+        """Add the row changes of *tx* one rows event at a time, yielding after each (so a
+        caller can flush a batch in the middle of a big transaction)."""
+        file, pos, gtid, xid, server_id = tx.file, tx.pos, tx.gtid, tx.xid, tx.server_id
+        ts = tx.timestamp * 1000 if tx.timestamp is not None else None
+        typed = self.typed
+        # RowChange.key() takes the primary key of the transaction's table map of that name
+        tables = tx.tables_by_name
+        prefix = None
+        index = 0
+        for ev in tx.rows_events:
+            rows = ev.decode_rows()
+            n = len(rows)
+            if not n:
+                continue
+            if prefix is None:   # streaming.offsets.seq without the row index
+                number = self._file_numbers.get(file)
+                if number is None:
+                    number = self._file_numbers[file] = file_number(file)
+                prefix = "%010d:%012d:" % (number, pos)
+            tmap = ev.table
+            plan = self._plan(tmap)
+            ncols = plan.ncols
+            kind = ev.kind
+            # before/after: the images (None: the operation has none); *_full: the image holds
+            # every column, so no value is ABSENT (a PARTIAL_UPDATE_ROWS after image may still
+            # hold ABSENT in a JSON column)
+            if kind == "insert":
+                op, before, after = "c", None, rows
+                before_full, after_full = True, len(ev.present) == ncols
+            elif kind == "delete":
+                op, before, after = "d", rows, None
+                before_full, after_full = len(ev.present) == ncols, True
+            else:
+                op = "u"
+                before_full = len(ev.present) == ncols
+                after_full = len(ev.present_after) == ncols and not ev.partial
+                before = None if before_full and after_full and not typed else \
+                    [r[0] for r in rows]
+                after = [r[1] for r in rows]
+            if typed:
+                self._typed(plan, before, before_full, ev.present, self.before, n)
+                self._typed(plan, after, after_full,
+                            ev.present_after if kind == "update" else ev.present,
+                            self.after, n)
+            elif kind == "update" and before is None:
+                # both images full: rendered together, unchanged values once
+                texts = plan.render_pairs(rows)
+                self.before += texts[0]
+                self.after += texts[1]
+                self.before_filled = self.after_filled = True
+            else:
+                self._json(plan, before, before_full, self.before, n)
+                self.before_filled |= before is not None
+                self._json(plan, after, after_full, self.after, n)
+                self.after_filled |= after is not None
+            named = tables.get((tmap.schema, tmap.table), tmap)
+            pk = named.primary_key
+            if not pk:
+                self.key += [None] * n
+            else:
+                self.key_filled = True
+                src, full = (after, after_full) if after is not None else (rows, before_full)
+                if full:
+                    render = plan.render_key if named is tmap else plan.key_renderer(pk)
+                    self.key += render(src)
+                else:
+                    names = plan.names
+                    olds = before if after is not None and before is not None else repeat(None)
+                    self.key += [to_json_text(key_values(names, pk, b, a))
+                                 for a, b in zip(src, olds)]
+            self.s_row += range(index, index + n)
+            index += n
+            self.rows += n
+            self.events.append((self.rows, op, tmap.schema, tmap.table, ts, server_id, file, pos,
+                                gtid, xid, prefix))
+            yield
+
+    @staticmethod
+    def _json(plan: _TablePlan, images, full: bool, out: list, n: int) -> None:
+        """Appends the JSON texts of one event's images (None: the operation has none)."""
+        if images is None:
+            out += [None] * n
+        elif full:
+            out += plan.render(images)
+        else:
+            names = plan.names
+            out += [row_json(names, r) for r in images]
+
+    def _typed(self, plan: _TablePlan, images, full: bool, present, out, n: int) -> None:
+        """Appends one event's images (None: the operation has none) to the struct children of
+        *out*: per typed field, the values of its column (None where the table has no such
+        column or the image does not hold it), converted for Arrow."""
+        children, filled = out.children, out.filled
+        out.rows += n
+        if images is None:
+            nones = [None] * n
+            for child in children:
+                child += nones
+            return
+        columns = list(zip(*images))        # the image's values, one tuple per column
+        partial = None if full else set(present)
+        for j, (child, i, conv, identity) in enumerate(zip(children, plan.typed_index,
+                                                           self.converters, self.identity)):
+            if i is None or (partial is not None and i not in partial):
+                child += [None] * n
+                continue
+            filled[j] = True
+            vals = columns[i]
+            if not full:
+                vals = [None if v is ABSENT else v for v in vals]
+            # a converter that would hand back every value of the column: skip it
+            if conv is None or (identity is not None
+                                and all(map(identity, set(map(type, vals))))):
+                child += vals
+            else:
+                child += [None if v is None else conv(v) for v in vals]
+        if out.rows >= self._chunk_rows:
+            self._convert(out)
+
+    def _convert(self, out: "_TypedImage") -> None:
+        """The values collected in *out* to Arrow arrays, one chunk per child: while they are
+        still in the CPU caches (a whole batch of values is not), and freed early."""
+        for j, (field, vals, has) in enumerate(zip(self.image_fields, out.children, out.filled)):
+            if not has:
+                out.chunks[j].append(pa.nulls(len(vals), field.type))
+                continue
+            try:
+                out.chunks[j].append(pa.array(vals, type=field.type))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
+                raise SchemaError(f"typed mode: values of column {field.name} do not fit its "
+                                  f"Spark type {field.type} (was the table altered?): {e}") \
+                    from None
+        out.clear()
+
+    def flush(self) -> pa.RecordBatch | None:
+        n = self.rows
+        if not n:
+            return None
+        s = self.arrow_schema
+        (_, op, db, table, ts, server, file, pos, gtid, xid, prefix) = zip(*self.events)
+        run_ends = pa.array([e[0] for e in self.events], pa.int64())
+
+        def runs(values, type):
+            return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(
+                run_ends, pa.array(values, type)))
+
+        def strings(values, filled):
+            return pa.array(values, pa.string()) if filled else pa.nulls(n, pa.string())
+
+        st = s.field("source").type
+        row = pa.array(self.s_row, st.field("row").type)
+        # seq: "%010d" of the row index after the transaction's prefix (streaming.offsets.seq)
+        seq = pc.binary_join_element_wise(runs(prefix, pa.string()),
+                                          pc.utf8_lpad(pc.cast(row, pa.string()), 10, "0"), "")
+        source = pa.StructArray.from_arrays(
+            [runs(server, st.field("server_id").type), runs(file, st.field("file").type),
+             runs(pos, st.field("pos").type), runs(gtid, st.field("gtid").type), row,
+             runs(xid, st.field("xid").type)],
+            fields=[st.field(i) for i in range(st.num_fields)])
+        op = runs(op, pa.string())
+        if self.typed:
+            before = self._typed_array(self.before, mask=pc.equal(op, "c"))
+            after = self._typed_array(self.after, mask=pc.equal(op, "d"))
+        else:
+            before = strings(self.before, self.before_filled)
+            after = strings(self.after, self.after_filled)
+        arrays = [op, runs(db, pa.string()), runs(table, pa.string()), before, after,
+                  strings(self.key, self.key_filled), runs(ts, pa.int64()), source, seq]
+        batch = pa.RecordBatch.from_arrays(arrays, schema=s)
+        self._reset()
+        self._plans.clear()
+        return batch
+
+    def _typed_array(self, image: "_TypedImage", mask) -> pa.StructArray:
+        if image.rows:
+            self._convert(image)
+        children = [c[0] if len(c) == 1 else pa.concat_arrays(c) for c in image.chunks]
+        return pa.StructArray.from_arrays(children, fields=self.image_fields, mask=mask)
+
+
+# typed values are converted to Arrow about this many at a time (and at least 256 rows)
+_TYPED_CHUNK_VALUES = 16384
+
+
+class _TypedImage:
+    """The struct children of one image column of a batch: Arrow chunks, and the values
+    collected since the last chunk (per child: a list, and whether it holds a non-null)."""
+
+    __slots__ = ("chunks", "children", "filled", "rows")
+
+    def __init__(self, n: int):
+        self.chunks: list[list] = [[] for _ in range(n)]
+        self.clear()
+
+    def clear(self) -> None:
+        n = len(self.chunks)
+        self.children: list[list] = [[] for _ in range(n)]
+        self.filled = [False] * n
+        self.rows = 0
+
+
+def record_batches(transactions: Iterable, builder: BatchBuilder, rows_per_batch: int = 8192):
+    """Arrow batches of the row changes of *transactions*, about *rows_per_batch* each: a batch
+    ends after the rows event that fills it, so a big transaction spans several batches and
+    memory stays bounded by the batch (every batch of a Spark partition belongs to the same
+    micro-batch: offsets stay at transaction boundaries)."""
+    for tx in transactions:
+        if tx.rows_events:
+            for _ in builder.add_events(tx):
+                if len(builder) >= rows_per_batch:
+                    yield builder.flush()
+    last = builder.flush()
+    if last is not None:
+        yield last

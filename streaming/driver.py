@@ -1,0 +1,110 @@
+"""The Spark driver's view of the source server: one cached SQL session (binlog end, file list,
+GTID state at a position) and the transaction boundaries found after the last offset.
+
+Created lazily by the stream reader on the driver and never pickled (see
+:class:`streaming.source.BinlogStreamReader`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from cdc.errors import BinlogPurgedError
+from cdc.positions import Position, parse_gtid_state, purged_error
+from cdc.replica.client import ReplicaClient
+from cdc.replica.sql import SqlSession, binary_logs, binlog_status, connect
+
+from streaming.options import SourceOptions
+from streaming.planning import Boundary, Key
+
+log = logging.getLogger("binlog_cdc.spark")
+
+
+def replica_client(opts: SourceOptions, start, server_id: int) -> ReplicaClient:
+    """A non-blocking replica client of the source's config from *start*."""
+    return ReplicaClient(opts.replica_config(server_id), start=start, blocking=False)
+
+
+class Driver:
+    """Driver-side state: a cached query connection and the boundaries found after the anchor
+    (the start of the next batch)."""
+
+    def __init__(self, opts: SourceOptions):
+        self.opts = opts
+        self.sql = SqlSession(lambda: connect(opts.replica_config()))
+        self.mariadb: bool | None = None
+        self.anchor: Position | None = None
+        self.boundaries: list[Boundary] = []
+        self.scanned_to: Key | None = None   # the server end fully scanned
+        self.server_end: Position | None = None
+        self.available_now_end: Key | None = None
+        self.status_sql: str | None = None   # the SHOW ... STATUS spelling the server knows
+
+    @property
+    def where(self) -> str:
+        return self.opts.describe()
+
+    def query(self, sql: str, args=None) -> list[tuple]:
+        rows = self.sql.query(sql, args)
+        if self.mariadb is None:
+            self.mariadb = "mariadb" in str(self.sql.conn.get_server_info()).lower()
+        return rows
+
+    def is_mariadb(self) -> bool:
+        """The server's flavour (asked once)."""
+        if self.mariadb is None:
+            self.query("SELECT 1")
+        return bool(self.mariadb)
+
+    def offset(self, d) -> Position:
+        """A Spark offset back into a position, its GTID text read in the server's flavour."""
+        return Position.from_offset(d, mariadb=self.is_mariadb())
+
+    def close(self) -> None:
+        self.sql.close()
+
+    def binary_logs(self) -> list[tuple[str, int]]:
+        return binary_logs(self.query)
+
+    def master_status(self) -> Position:
+        """The end of the binlog now (on MySQL with the executed GTID set there)."""
+        st = binlog_status(self.query, first=self.status_sql, where=self.where)
+        self.status_sql = st.statement
+        self.server_end = Position(st.end.file, st.end.pos)
+        return st.end
+
+    def gtid_at(self, file: str, pos: int, mysql_set=None):
+        """The GTID state at *file*:*pos*: MariaDB's ``BINLOG_GTID_POS`` there; on MySQL the
+        set the caller knows (*mysql_set*)."""
+        if not self.is_mariadb():
+            return mysql_set
+        try:
+            rows = self.query("SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))
+        except Exception as e:  # noqa: BLE001
+            log.warning("BINLOG_GTID_POS(%s, %d) failed (%s): offsets carry no GTID", file, pos, e)
+            return None
+        text = str(rows[0][0]) if rows and rows[0][0] is not None else None
+        return parse_gtid_state(text, mariadb=True)
+
+    def gtid_at_oldest(self, file: str):
+        """The GTID state at position 4 of *file*, the oldest binlog the server has: MariaDB's
+        BINLOG_GTID_POS there; MySQL's ``gtid_purged`` (the PREVIOUS_GTIDS of the oldest binlog:
+        every transaction before it)."""
+        purged = None
+        if not self.is_mariadb():
+            rows = self.query("SELECT @@GLOBAL.gtid_purged")
+            purged = parse_gtid_state(str(rows[0][0] or ""), mariadb=False) if rows else None
+        return self.gtid_at(file, 4, purged)
+
+    def check_file(self, file: str) -> list[tuple[str, int]]:
+        """The server's binlog files, or BinlogPurgedError when *file* is not among them."""
+        logs = self.binary_logs()
+        if file not in {n for n, _ in logs}:
+            raise self.purged(file, logs)
+        return logs
+
+    def purged(self, file: str, logs, context: str = "") -> BinlogPurgedError:
+        """The error for a purged *file*, with the Spark-side remedies."""
+        return purged_error(file, logs, self.where, context=context, fix=(
+            "Restart the query from a new snapshot and a new checkpoint, or set "
+            "failOnDataLoss=false to skip the purged range"))
