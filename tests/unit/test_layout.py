@@ -1,0 +1,59 @@
+"""tools.check_layout: the repository keeps its layers, and the checker catches what it should."""
+
+from pathlib import Path
+
+from tools import check_layout
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_the_repository_has_no_cycle_no_private_import_and_keeps_its_layers():
+    assert check_layout.problems() == []
+
+
+def test_a_cycle_through_a_function_level_import_is_found(tmp_path):
+    root = _tree(tmp_path, {
+        "cdc/__init__.py": "", "streaming/__init__.py": "",
+        "cdc/a.py": "from cdc.b import x\n",
+        "cdc/b.py": "x = 1\ndef f():\n    from cdc.c import y\n",
+        "cdc/c.py": "import cdc.a\ny = 2\n",
+    })
+    assert check_layout.problems(root) == ["import cycle: cdc.a -> cdc.b -> cdc.c -> cdc.a"]
+
+
+def test_private_names_layers_and_size_are_found(tmp_path):
+    root = _tree(tmp_path, {
+        "cdc/__init__.py": "", "streaming/__init__.py": "",
+        "cdc/binlog/__init__.py": "", "cdc/replica/__init__.py": "", "cdc/rows/__init__.py": "",
+        "cdc/binlog/parser.py": "from cdc.replica.client import C\nfrom cdc.rows.decode import _p\n",
+        "cdc/replica/client.py": "import pyarrow\nfrom cdc.cli.main import main\nC = 1\n",
+        "cdc/rows/decode.py": "from cdc.rows import _rowdecode\n_p = 1\n" + "x = 1\n" * 700,
+        "streaming/source.py": "from cdc.rows.decode import _p\n",
+    })
+    found = check_layout.problems(root)
+    assert sorted(found) == sorted([
+        "cdc/binlog/parser.py:1: the sans-IO layer cdc.binlog.parser imports cdc.replica.client",
+        "cdc/binlog/parser.py:2: imports the private name _p of cdc.rows.decode",
+        "cdc/replica/client.py:1: cdc/ imports pyarrow (Spark/Arrow belong in streaming/ and the "
+        "spark extra)",
+        "cdc/replica/client.py:2: cdc.replica.client imports the CLI (cdc.cli.main)",
+        "cdc/rows/decode.py: 702 lines (more than 650: split it by job)",
+        "streaming/source.py:1: imports the private name _p of cdc.rows.decode",
+    ])
+
+
+def test_cdc_exports_its_public_api_without_loading_spark_or_arrow():
+    import subprocess
+    import sys
+    code = ("import sys, cdc; names = cdc.__all__; objs = [getattr(cdc, n) for n in names]; "
+            "assert all(o is not None for o in objs); "
+            "print(len(names), 'pyspark' in sys.modules, 'pyarrow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(check_layout.ROOT), check=True).stdout.split()
+    assert out == [str(len(__import__("cdc").__all__)), "False", "False"]
