@@ -73,6 +73,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, ByteType, DataType, DateTy
                                StructType, TimestampNTZType, TimestampType)
 
 from cdc.values.charsets import BINARY_COLLATION, make_text_decoder
+from cdc.values.kinds import InvalidText
 from cdc.values.types import TYPES, ColumnDef, Geometry, InvalidTemporal
 from cdc.binlog.constants import ColumnType as T
 from cdc.errors import SchemaError
@@ -132,6 +133,8 @@ def _decimal_text(v):
 def _to_text(v):
     if v is None or type(v) is str:
         return v
+    if isinstance(v, InvalidText):   # not valid in its charset: '{"$binary": "<base64>"}'
+        return to_json_text(v)
     return str(v)
 
 

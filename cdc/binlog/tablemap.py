@@ -6,6 +6,7 @@ from cdc.binlog.constants import ColumnType as T
 from cdc.binlog.wire import bits_set, bits_set_msb, read_lenenc, read_lenenc_bytes
 from cdc.errors import TruncatedEventError
 from cdc.rows.decode import RowPlans
+from cdc.values.charsets import make_text_decoder
 from cdc.values.types import ColumnDef, TypeInfo, type_info
 
 # Optional metadata field types (binlog_row_metadata=MINIMAL/FULL)
@@ -164,7 +165,9 @@ def _charset_list(value, cols: list[ColumnDef], default_form: bool) -> None:
             c.collation, p = read_lenenc(value, p)
 
 
-def _str_values(value) -> list[list[str]]:
+def _str_values(value) -> list[list[bytes]]:
+    """SET_STR_VALUE / ENUM_STR_VALUE: per column, its members' raw bytes (decoded once the
+    ENUM_AND_SET_*_CHARSET fields, which come after them, said their character set)."""
     out = []
     p = 0
     while p < len(value):
@@ -172,8 +175,19 @@ def _str_values(value) -> list[list[str]]:
         names = []
         for _ in range(count):
             raw, p = read_lenenc_bytes(value, p)
-            names.append(raw.decode("utf-8", "replace"))
+            names.append(bytes(raw))
         out.append(names)
+    return out
+
+
+def _member_names(raws: list[bytes], collation: int | None) -> list[str]:
+    """ENUM/SET members decoded in the column's character set (UTF-8 when the table map did not
+    say; a binary ENUM's members, or bytes not valid there: UTF-8 with U+FFFD)."""
+    decode = make_text_decoder(collation)
+    out = []
+    for raw in raws:
+        name = decode(raw)
+        out.append(name if type(name) is str else raw.decode("utf-8", "replace"))
     return out
 
 
@@ -181,6 +195,7 @@ def _optional_metadata(body, pos: int, columns: list[ColumnDef], mariadb: bool) 
     primary_key: list[int] = []
     character = [c for c in columns if _is_character(c, mariadb)]
     enum_set = [c for c in columns if _is_enum_or_set(c)]
+    members: dict[int, list[bytes]] = {}   # ENUM/SET column index -> raw member names
     end = len(body)
     while pos < end:
         ftype = body[pos]
@@ -208,10 +223,10 @@ def _optional_metadata(body, pos: int, columns: list[ColumnDef], mariadb: bool) 
                 c.name = raw.decode("utf-8", "replace")
         elif ftype == SET_STR_VALUE:
             for c, names in zip([c for c in columns if c.real_type == T.SET], _str_values(value)):
-                c.set_values = names
+                members[c.index] = names
         elif ftype == ENUM_STR_VALUE:
             for c, names in zip([c for c in columns if c.real_type == T.ENUM], _str_values(value)):
-                c.enum_values = names
+                members[c.index] = names
         elif ftype == GEOMETRY_TYPE:
             p = 0
             for c in [c for c in columns if c.real_type == T.GEOMETRY]:
@@ -235,7 +250,15 @@ def _optional_metadata(body, pos: int, columns: list[ColumnDef], mariadb: bool) 
             for c in [c for c in columns if c.real_type == T.VECTOR]:
                 c.vector_dimensions, p = read_lenenc(value, p)
         # unknown field types are skipped: their length is known
+    for idx, raws in members.items():
+        c = columns[idx]
+        if c.real_type == T.SET:
+            c.set_values = _member_names(raws, c.collation)
+        else:
+            c.enum_values = _member_names(raws, c.collation)
     for idx in primary_key:
-        if idx < len(columns):
-            columns[idx].primary_key = True
+        if idx >= len(columns):
+            raise TruncatedEventError(f"TABLE_MAP primary key names column {idx} of "
+                                      f"{len(columns)}: the event is corrupt")
+        columns[idx].primary_key = True
     return primary_key

@@ -24,7 +24,7 @@ enum {
     K_FALLBACK = 0,
     K_I8, K_U8, K_I16, K_U16, K_I24, K_U24, K_I32, K_U32, K_I64, K_U64,
     K_FLOAT, K_DOUBLE, K_YEAR,
-    K_STR,          /* a: length-prefix bytes (1-4); UTF-8, 'surrogateescape' */
+    K_STR,          /* a: length-prefix bytes (1-4); UTF-8 (invalid: the Python decoder) */
     K_BYTES,        /* a: length-prefix bytes (1-4); b: pad to b bytes with \0 (BINARY(n)), or 0 */
     K_DECIMAL,      /* a: precision, b: scale */
     K_DATETIME2,    /* a: fractional digits 0-6 */
@@ -629,7 +629,11 @@ read_image(const PlanObject *pl, PyObject *data, const unsigned char *buf, Py_ss
         case K_DOUBLE: v = float_value(p, 8); break;
         case K_YEAR: v = PyLong_FromLong(p[0] ? 1900 + p[0] : 0); break;
         case K_BIT: v = PyLong_FromUnsignedLongLong(be_uint(p, c->a)); break;
-        case K_STR: v = PyUnicode_DecodeUTF8((const char *)p, n, "surrogateescape"); break;
+        case K_STR:
+            v = PyUnicode_DecodeUTF8((const char *)p, n, NULL);
+            if (v == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+                PyErr_Clear();  /* invalid UTF-8: the Python decoder's InvalidText (below) */
+            break;
         case K_BYTES:
             if (c->b > n) {
                 v = PyBytes_FromStringAndSize(NULL, c->b);

@@ -6,7 +6,7 @@ loops over per-column decoders. This module writes straight-line Python per tabl
 * consecutive fixed-width numbers (a ``struct`` code in their layout) -- and the length prefix
   of a following string -- are read by a single ``struct`` call;
 * ``STR`` (UTF-8) and unpadded ``BYTES`` strings (VARCHAR/CHAR/TEXT/BLOB) are sliced and
-  decoded inline;
+  decoded inline (invalid UTF-8: :class:`~cdc.values.kinds.InvalidText`, as the decoders do);
 * ``DECIMAL`` up to 18 digits and ``DATETIME2`` are decoded inline (one ``int.from_bytes`` each);
 * every other column calls its decoder from the one type table (:mod:`cdc.values.types`).
 
@@ -37,6 +37,7 @@ from decimal import Decimal
 
 from cdc.cache import BoundedCache
 from cdc.values.decimal import decimal_groups
+from cdc.values.kinds import InvalidText
 from cdc.values.temporal import fraction_bytes, make_datetime
 from cdc.values.types import Layout, column_layout
 
@@ -147,8 +148,12 @@ def _image_body(tmap, decoders, env: dict, ind: str, reuse: str | None = None) -
             if codec is None:
                 lines.append(f"{ind}v{i} = buf[pos:pos + n]; pos += n")
             else:
-                lines.append(f"{ind}v{i} = buf[pos:pos + n].decode('utf-8', 'surrogateescape'); "
-                             f"pos += n")
+                # invalid UTF-8 (sql_mode=''): the bytes as InvalidText (try costs nothing)
+                lines += [f"{ind}try:",
+                          f"{ind}    v{i} = buf[pos:pos + n].decode('utf-8')",
+                          f"{ind}except UnicodeDecodeError:",
+                          f"{ind}    v{i} = INVALID(buf[pos:pos + n])",
+                          f"{ind}pos += n"]
             continue
         special = None
         cind = ind + "    " if reuse else ind
@@ -174,7 +179,7 @@ def _image_body(tmap, decoders, env: dict, ind: str, reuse: str | None = None) -
 
 def _env() -> dict:
     return {"FB": int.from_bytes, "STR": str, "DEC": Decimal, "DT": _dt.datetime,
-            "MKDT": make_datetime}
+            "MKDT": make_datetime, "INVALID": InvalidText}
 
 
 def _tuple(tmap) -> str:
@@ -182,7 +187,8 @@ def _tuple(tmap) -> str:
 
 
 def _compile(source: str, env: dict, name: str, tmap):
-    exec(compile(source, f"<{name} {tmap.qualified_name}>", "exec"), env)
+    label = tmap.qualified_name.replace("\0", "\\0")   # a corrupt name may hold a NUL
+    exec(compile(source, f"<{name} {label}>", "exec"), env)
     fn = env["read"]
     fn.source = source
     return fn

@@ -3,7 +3,9 @@
 * :data:`ABSENT` -- a column outside a row image (binlog_row_image=MINIMAL/NOBLOB), not NULL;
 * :class:`InvalidTemporal` -- a zero or partly-zero date/time, as the text MySQL prints;
 * :class:`Geometry` -- a GEOMETRY value: SRID and WKB;
-* :class:`JsonOpaque` -- an opaque scalar inside a MySQL JSON document.
+* :class:`JsonOpaque` -- an opaque scalar inside a MySQL JSON document;
+* :class:`InvalidText` -- text whose bytes are not valid in the column's character set;
+* :class:`JsonDiffs` -- a partial JSON update whose document before is unknown.
 
 This module imports nothing of the project: every decoder (:mod:`cdc.values.types`,
 :mod:`cdc.values.jsonb`, :mod:`cdc.rows`) and renderer can use it.
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["ABSENT", "InvalidTemporal", "Geometry", "JsonOpaque"]
+__all__ = ["ABSENT", "InvalidTemporal", "Geometry", "JsonOpaque", "InvalidText", "JsonDiffs"]
 
 
 class _Absent:
@@ -62,3 +64,54 @@ class JsonOpaque(bytes):
 
     def __repr__(self) -> str:
         return f"JsonOpaque({bytes(self)!r}, field_type={self.field_type})"
+
+
+class InvalidText(bytes):
+    """A character column's value whose bytes are not valid in the column's character set (a
+    utf8mb4 column can hold ``X'C3'`` after ``sql_mode=''``): the stored bytes, unchanged.
+
+    JSON text: ``{"$binary": "<base64>"}``; Spark typed mode: that JSON text in the string
+    column.  Text that is valid is a ``str``, so nothing is lost and nothing is guessed.
+    """
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        return (InvalidText, (bytes(self),))
+
+    def __repr__(self) -> str:
+        return f"InvalidText({bytes(self)!r})"
+
+
+_DIFF_OPS = ("replace", "insert", "remove")
+
+
+class JsonDiffs(dict):
+    """The new value of a JSON column as MySQL logged it with
+    ``binlog_row_value_options=PARTIAL_JSON`` -- changes, not the document -- when the document
+    before is unknown (``binlog_row_image=MINIMAL`` leaves it out of the before image):
+    ``{"$json_diff": [{"op": "replace", "path": "$.a", "value": 2}, {"op": "remove",
+    "path": "$.b"}, ...]}``, applied in order; ``op`` is ``replace`` (the path exists),
+    ``insert`` (a new member, or into an array at the index) or ``remove`` (no ``value``).
+
+    A ``dict``, so it is JSON text as it is; :attr:`diffs` is the list.  Where the document
+    before is known the diffs are applied and the column holds the new document instead.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, diffs=()):
+        """*diffs*: ``(operation, path, value)`` triples, operation 0/1/2 or its name."""
+        out = []
+        for op, path, value in diffs:
+            name = _DIFF_OPS[op] if type(op) is int else str(op)
+            out.append({"op": name, "path": path} if name == "remove" else
+                       {"op": name, "path": path, "value": value})
+        super().__init__({"$json_diff": out})
+
+    @property
+    def diffs(self) -> list:
+        return self["$json_diff"]
+
+    def __reduce__(self):
+        return (JsonDiffs, ([(d["op"], d["path"], d.get("value")) for d in self.diffs],))

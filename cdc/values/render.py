@@ -8,6 +8,7 @@ int / float         number (NaN/inf: null -- MySQL cannot store them)
 Decimal             number with every digit (never through float)
 str                 string
 bytes               base64 string
+InvalidText         ``{"$binary": base64}``: text not valid in its character set, bytes as stored
 date / datetime     ISO 8601 string; TIMESTAMP (UTC) ends in ``Z``
 timedelta (TIME)    ``"[-]HH:MM:SS[.ffffff]"`` (hours may exceed 24)
 InvalidTemporal     its text, e.g. ``"0000-00-00"``
@@ -31,9 +32,9 @@ from operator import itemgetter
 
 from cdc.binlog.constants import ColumnType as T
 from cdc.cache import BoundedCache
-from cdc.values.charsets import MYSQL_LATIN1_TABLE, codec_of
-from cdc.values.jsonb.text import time_text
-from cdc.values.kinds import ABSENT, Geometry, InvalidTemporal
+from cdc.values.charsets import codec_of
+from cdc.values.jsonb.text import json_to_text, time_text
+from cdc.values.kinds import ABSENT, Geometry, InvalidTemporal, InvalidText
 from cdc.values.types import ColumnDef
 
 _str = json.encoder.encode_basestring
@@ -63,6 +64,8 @@ def to_json_text(v) -> str:
         return "true" if v else "false"
     if t is bytes:
         return '"' + base64.b64encode(v).decode("ascii") + '"'
+    if t is InvalidText:
+        return '{"$binary": "' + base64.b64encode(v).decode("ascii") + '"}'
     if t is _dt.datetime:
         return '"' + _datetime_text(v) + '"'
     if t is _dt.date:
@@ -182,6 +185,8 @@ def _build_json_renderer(columns, names, indexes):
         return lambda rows: ["{}" for _ in rows]
     values = ", ".join(_value_expr(columns[i], f"v{i}") for i in indexes)
     target = ", ".join(f"v{i}" for i in indexes)
+    if source == "rows":
+        target += ","       # rows are tuples, of one value too; IG(i) of one index is the value
     src = f"def render(rows):\n    return [FMT % ({values},) for {target} in {source}]\n"
     return _compile_renderer(src, _object_format(names[i] for i in indexes))
 
@@ -241,8 +246,6 @@ def _quoted(raw: bytes) -> bytes:
 
 def _encode_text(v: str, col: ColumnDef) -> bytes:
     codec = codec_of(col.collation)
-    if codec == "mysql-latin1":
-        return bytes(MYSQL_LATIN1_TABLE.index(ch) for ch in v)
     if codec in (None, "utf-8?"):
         codec = "utf-8"
     return v.encode(codec, "surrogateescape" if codec == "utf-8" else "strict")
@@ -308,7 +311,11 @@ def mysqlbinlog_value(v, col: ColumnDef) -> bytes:
         else:
             names = set(v.split(",")) if v else set()
             mask = sum(1 << i for i, n in enumerate(col.set_values) if n in names)
-        return b"b'" + format(mask, "0%db" % (col.meta[1] * 8)).encode() + b"'"
+        # mariadb-binlog prints the stored bytes (little-endian), each as 8 bits
+        stored = mask.to_bytes(col.meta[1], "little")
+        return b"b'" + "".join(format(b, "08b") for b in stored).encode() + b"'"
+    if rt == T.JSON:
+        return _quoted(json_to_text(v).encode("utf-8", "surrogateescape"))
     if rt == T.GEOMETRY:
         return _quoted(struct.pack("<I", v.srid) + v.wkb)
     if rt == T.VECTOR:

@@ -9,6 +9,7 @@ from cdc.binlog.constants import EventType
 from cdc.binlog.events.base import Event, new_event, register
 from cdc.binlog.events.payload import maria_uncompress
 from cdc.errors import TruncatedEventError
+from cdc.values.charsets import codec_of
 
 
 class QueryEvent(Event):
@@ -128,13 +129,31 @@ def _query(h, body, ctx):
         ev.file_id, ev.start_pos, ev.end_pos_in_query = struct.unpack_from("<III", body, 13)
         ev.dup_handling = body[25]
     p = phl
+    if p + status_len + schema_len + 1 > len(body):
+        raise TruncatedEventError(
+            f"QUERY event of {len(body)} body bytes: its status variables ({status_len} bytes) "
+            f"and schema name ({schema_len} bytes) run past its end; the binlog is corrupt")
     ev._status = None
     ev._status_raw = bytes(body[p:p + status_len])
     p += status_len
     ev.schema = bytes(body[p:p + schema_len]).decode("utf-8", "replace")
     p += schema_len + 1
-    q = body[p:]
+    q = bytes(body[p:])
     if t == EventType.MARIA_QUERY_COMPRESSED:
-        q = maria_uncompress(q)
-    ev.query = bytes(q).decode("utf-8", "surrogateescape")
+        q = bytes(maria_uncompress(q))
+    if q.isascii():     # BEGIN, COMMIT, most DDL: the same in every client character set
+        ev.query = q.decode("ascii")
+    else:
+        ev.query = q.decode(_client_codec(ev), "surrogateescape")
     return ev
+
+
+def _client_codec(ev: QueryEvent) -> str:
+    """The Python codec of the statement's client character set (Q_CHARSET_CODE), UTF-8 when
+    the event does not say (or the status variables do not parse)."""
+    try:
+        charset = parse_status_vars(ev._status_raw).get("charset")
+    except (IndexError, ValueError, struct.error):
+        return "utf-8"      # ev.status raises the error with the event's position
+    codec = codec_of(charset[0]) if charset else None
+    return codec if codec not in (None, "utf-8?") else "utf-8"
