@@ -19,6 +19,7 @@ from cdc.values.types import ABSENT
 from cdc.binlog.events import (Event, GtidEvent, MariaGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent,
                      XidEvent)
 from cdc.binlog.tablemap import TableMap
+from cdc.errors import SchemaError
 
 OPS = {"insert": "c", "update": "u", "delete": "d"}
 
@@ -235,8 +236,13 @@ class TransactionAssembler:
             return None
         tx.events_seen += 1
         tmap = ev.table
-        if tmap is not None and (self.table_filter is None or
-                                 self.table_filter(tmap.qualified_name)):
+        if tmap is None:
+            raise SchemaError(
+                f"rows event for table id {ev.table_id} has no TABLE_MAP before it in its "
+                f"transaction (at file {ev.file}, position {ev.pos}); the binlog is inconsistent "
+                f"or the reading started mid-transaction: start at a transaction boundary (a "
+                f"GTID/BEGIN event)")
+        if (self.table_filter is None or self.table_filter(tmap.qualified_name)):
             tx.rows_events.append(ev)
             tx._tables_by_name[(tmap.schema, tmap.table)] = tmap
         return None

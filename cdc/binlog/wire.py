@@ -12,8 +12,12 @@ U64 = struct.Struct("<Q")
 I64 = struct.Struct("<q")
 
 
-def read_lenenc(buf, pos: int) -> tuple[int | None, int]:
-    """MySQL length-encoded integer (net_field_length). Returns (value, new_pos); 0xfb is NULL."""
+def read_lenenc(buf, pos: int) -> tuple[int, int]:
+    """MySQL length-encoded integer (net_field_length). Returns (value, new_pos).
+
+    Every length-encoded integer of the binlog is a count or a length: 0xfb (a NULL in the
+    client protocol's result rows) cannot occur there and raises
+    :class:`~cdc.errors.TruncatedEventError` like any other corrupt prefix."""
     try:
         first = buf[pos]
     except IndexError:
@@ -21,7 +25,8 @@ def read_lenenc(buf, pos: int) -> tuple[int | None, int]:
     if first < 0xFB:
         return first, pos + 1
     if first == 0xFB:
-        return None, pos + 1
+        raise TruncatedEventError("length-encoded integer is 0xfb (NULL) where a count or length "
+                                  "is needed: the event is corrupt")
     size = {0xFC: 2, 0xFD: 3, 0xFE: 8}.get(first)
     if size is None:
         raise TruncatedEventError(f"invalid length-encoded integer prefix 0x{first:02x}")
@@ -34,7 +39,7 @@ def read_lenenc(buf, pos: int) -> tuple[int | None, int]:
 def read_lenenc_bytes(buf, pos: int) -> tuple[bytes, int]:
     """A length-encoded string: lenenc length then that many bytes."""
     length, pos = read_lenenc(buf, pos)
-    end = pos + (length or 0)
+    end = pos + length
     if end > len(buf):
         raise TruncatedEventError("length-encoded string runs past the end of the data")
     return bytes(buf[pos:end]), end

@@ -8,7 +8,7 @@ import sys
 
 from cdc.binlog.events import (Event, FormatDescriptionEvent, GtidEvent, MariaGtidEvent, QueryEvent,
                      RotateEvent, RowsEvent, RowsQueryEvent, TableMapEvent, XidEvent)
-from cdc.binlog.files import BinlogFileReader
+from cdc.binlog.files import DEFAULT_CHARSET, BinlogFileReader
 from cdc.cli.args import patterns
 from cdc.cli.changes import change_json
 from cdc.values.render import mysqlbinlog_rows
@@ -63,7 +63,8 @@ def cmd_decode(args) -> int:
     reader = BinlogFileReader(args.files, start_position=args.start_position,
                               stop_position=args.stop_position,
                               verify_checksum=not args.no_verify_checksum,
-                              progress=show_progress if args.progress else None)
+                              progress=show_progress if args.progress else None,
+                              charset=args.charset)
     out = sys.stdout
     if args.format == "text":
         for ev in reader.events():
@@ -94,3 +95,7 @@ def add_decode_arguments(d: argparse.ArgumentParser) -> None:
     d.add_argument("--no-verify-checksum", action="store_true",
                    help="do not verify CRC32s (salvage a damaged file)")
     d.add_argument("--progress", action="store_true", help="show progress on stderr")
+    d.add_argument("--charset", default=DEFAULT_CHARSET, metavar="NAME",
+                   help="character set of text columns whose TABLE_MAP carries none (MySQL 5.x, "
+                        "MariaDB binlog_row_metadata=NO_LOG); 'binary' keeps bytes (default: "
+                        "%(default)s)")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 
 from cdc.binlog.wire import read_lenenc
-from cdc.errors import TruncatedEventError
+from cdc.errors import ParseError, TruncatedEventError
 from cdc.rows.backend import (DECODER_ENV, active_decoder, c_decoder_available, rowdecode,
                               set_default_decoder, uses_c)
 from cdc.rows.compile import compile_full_row_reader, compile_rows_reader
@@ -25,7 +25,7 @@ from cdc.values.jsonb.diff import apply_json_diffs, read_json_diffs
 from cdc.values.kinds import ABSENT
 from cdc.values.types import build_decoder, column_layout
 
-__all__ = ["decode_images", "present_columns", "ImageReader", "RowPlans",
+__all__ = ["decode_images", "present_columns", "malformed_rows_error", "ImageReader", "RowPlans",
            # re-exported from cdc.rows.backend
            "DECODER_ENV", "active_decoder", "c_decoder_available", "set_default_decoder"]
 
@@ -58,7 +58,95 @@ def decode_images(tmap, kind: str, data, pos: int, present1: tuple[int, ...],
     read = plans.readers.get(key)
     if read is None:
         read = plans.readers[key] = _rows_reader(tmap, *key)
-    return read(data, pos)
+    try:
+        return read(data, pos)
+    except (ParseError, IndexError, ValueError, OverflowError, struct.error) as e:
+        raise malformed_rows_error(tmap, kind, data, pos, present1, present2, partial, e) from None
+
+
+def _column_label(col) -> str:
+    name = col.name if col.name is not None else f"@{col.index + 1}"
+    return f"column {name} ({col.type_name})"
+
+
+def malformed_rows_error(tmap, kind: str, data, pos: int, present1, present2, partial: bool,
+                         cause: BaseException) -> ParseError:
+    """The one error of row images that do not decode, whichever decoder failed: the images are
+    walked again column by column (error path only) to name the row and the column that does
+    not fit; both decoders give the same message."""
+    decoders, columns = tmap.row_plans.decoders, tmap.columns
+    end = len(data)
+    name = tmap.qualified_name
+    shapes = (present1, present2) if kind == "update" else (present1,)
+    row = 0
+    try:
+        while pos < end:
+            row += 1
+            for k, present in enumerate(shapes):
+                if k == 1 and partial:
+                    raise _Undiagnosed()   # PARTIAL_UPDATE after-images: the Python path's error
+                nb = (len(present) + 7) >> 3
+                nulls = data[pos:pos + nb]
+                if len(nulls) != nb:
+                    return TruncatedEventError(
+                        f"row image {row} of {name}: its NULL bitmap runs past the end of the "
+                        f"rows event")
+                pos += nb
+                start = pos
+                for j, i in enumerate(present):
+                    if nulls[j >> 3] & (1 << (j & 7)):
+                        continue
+                    try:
+                        _value, pos = decoders[i](data, pos)
+                        bad = None if pos <= end else "runs past the end of the rows event"
+                    except ParseError as e:
+                        if not isinstance(e, TruncatedEventError):
+                            return _retyped(e, f"row image {row} of {name}, "
+                                               f"{_column_label(columns[i])}: {e}")
+                        bad = "runs past the end of the rows event"
+                    except (IndexError, ValueError, OverflowError, struct.error):
+                        bad = "runs past the end of the rows event or does not decode"
+                    if bad is not None:
+                        return TruncatedEventError(
+                            f"row image {row} of {name}, {_column_label(columns[i])}: the value "
+                            f"{bad}{_old_temporal_hint(tmap)}")
+                if pos <= start:
+                    return TruncatedEventError(f"row image {row} of {name} has no bytes (no "
+                                               f"columns): the rows event is malformed")
+    except _Undiagnosed:
+        pass
+    if isinstance(cause, ParseError):
+        return cause
+    return TruncatedEventError(f"row images of {name} do not decode: the rows event is "
+                               f"malformed{_old_temporal_hint(tmap)}")
+
+
+def _retyped(e: ParseError, message: str) -> ParseError:
+    try:
+        return type(e)(message)
+    except TypeError:
+        return ParseError(message)
+
+
+class _Undiagnosed(Exception):
+    pass
+
+
+_OLD_TEMPORAL = {7: "TIMESTAMP", 11: "TIME", 12: "DATETIME"}
+
+
+def _old_temporal_hint(tmap) -> str:
+    """A hint for tables with pre-5.6 temporal columns: with fractional seconds (MariaDB's
+    mysql56_temporal_format=OFF) their size is not in the binlog."""
+    olds = [c for c in tmap.columns if c.real_type in _OLD_TEMPORAL and c.meta is None]
+    if not olds:
+        return ""
+    c = olds[0]
+    label = c.name if c.name is not None else f"@{c.index + 1}"
+    return (f"; note: column {label} is a {_OLD_TEMPORAL[c.real_type]} in the pre-5.6 binary "
+            f"format, whose fractional-second precision the binlog does not carry (MariaDB "
+            f"with mysql56_temporal_format=OFF): decode it from a live server (ReplicaClient reads "
+            f"the precision from information_schema) or set mysql56_temporal_format=ON")
 
 
 class RowPlans:

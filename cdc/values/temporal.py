@@ -13,10 +13,10 @@ from __future__ import annotations
 import datetime as _dt
 import struct
 
-from cdc.errors import TruncatedEventError
+from cdc.errors import ParseError, TruncatedEventError
 from cdc.values.kinds import InvalidTemporal
 
-__all__ = ["fraction_bytes", "make_datetime", "date_factory", "datetime_factory",
+__all__ = ["old_temporal_error", "fraction_bytes", "make_datetime", "date_factory", "datetime_factory",
            "datetime2_factory", "timestamp_factory", "timestamp2_factory", "time_factory",
            "time2_factory", "year_factory"]
 
@@ -77,12 +77,60 @@ def datetime2_factory(col):
     return dec
 
 
-def datetime_factory(_col):
+# MariaDB's pre-5.6 ("hires", mysql56_temporal_format=OFF) layouts of TIMESTAMP(n), DATETIME(n)
+# and TIME(n) with n > 0: the binlog keeps the old type codes and no precision, so the decoder
+# needs n from elsewhere (information_schema; ColumnDef.meta).  Sizes by n (sql/field.cc).
+_DATETIME_HIRES_BYTES = (8, 6, 6, 7, 7, 7, 8)
+_TIME_HIRES_BYTES = (3, 4, 4, 5, 5, 5, 6)
+_TIMESTAMP_FRAC_BYTES = (0, 1, 1, 2, 2, 3, 3)
+_TIME_ZERO_POINT_US = (838 * 3600 + 59 * 60 + 59 + 1) * 1000000
+
+
+def old_temporal_error(type_name: str, detail: str) -> ParseError:
+    """The error of a pre-5.6 temporal value that does not decode without its precision."""
+    return ParseError(
+        f"{type_name} value in the pre-5.6 binary format does not decode ({detail}): the column "
+        f"probably has fractional seconds written with MariaDB's mysql56_temporal_format=OFF, "
+        f"whose precision the binlog does not carry; decode it from a live server (ReplicaClient "
+        f"reads the precision from information_schema) or set mysql56_temporal_format=ON")
+
+
+def _unpack_hires(packed_us: int):
+    """MariaDB's unpack_time(): microseconds, seconds, minutes, hours (day * 24 + hour), and the
+    day, month and year above them."""
+    v, us = divmod(packed_us, 1000000)
+    v, s = divmod(v, 60)
+    v, mi = divmod(v, 60)
+    return us, s, mi, v
+
+
+def _datetime_hires_factory(fsp: int):
+    size = _DATETIME_HIRES_BYTES[fsp]
+    unshift = 10 ** (6 - fsp)
+
+    def dec(buf, pos):
+        end = pos + size
+        _need(buf, end)
+        us, s, mi, v = _unpack_hires(int.from_bytes(buf[pos:end], "big") * unshift)
+        v, h = divmod(v, 24)
+        v, d = divmod(v, 32)
+        y, mo = divmod(v, 13)
+        return make_datetime(y, mo, d, h, mi, s, us, fsp), end
+    return dec
+
+
+def datetime_factory(col):
+    fsp = col.meta
+    if fsp:
+        return _datetime_hires_factory(fsp)
+
     def dec(buf, pos):
         v = struct.unpack_from("<Q", buf, pos)[0]
         d, t = divmod(v, 1000000)
-        return make_datetime(d // 10000, (d // 100) % 100, d % 100, t // 10000, (t // 100) % 100,
-                              t % 100, 0, 0), pos + 8
+        y, mo, dd, h, mi, s = d // 10000, (d // 100) % 100, d % 100, t // 10000, (t // 100) % 100, t % 100
+        if y > 9999 and fsp is None:   # 14 digits at most: these bytes are another layout
+            raise old_temporal_error("DATETIME", f"{v} has more than 14 digits")
+        return make_datetime(y, mo, dd, h, mi, s, 0, 0), pos + 8
     return dec
 
 
@@ -102,7 +150,23 @@ def timestamp2_factory(col):
     return dec
 
 
-def timestamp_factory(_col):
+def timestamp_factory(col):
+    fsp = col.meta
+    if fsp:
+        nfrac = _TIMESTAMP_FRAC_BYTES[fsp]
+        size = 4 + nfrac
+        unshift = 10 ** (6 - fsp)
+
+        def dec_hires(buf, pos):
+            end = pos + size
+            _need(buf, end)
+            secs = int.from_bytes(buf[pos:pos + 4], "big")
+            us = int.from_bytes(buf[pos + 4:end], "big") * unshift
+            if secs == 0 and us == 0:
+                return InvalidTemporal("0000-00-00 00:00:00" + _fmt_frac(0, fsp)), end
+            return _EPOCH + _dt.timedelta(seconds=secs, microseconds=us), end
+        return dec_hires
+
     def dec(buf, pos):
         secs = struct.unpack_from("<I", buf, pos)[0]
         if secs == 0:
@@ -142,7 +206,23 @@ def time2_factory(col):
     return dec
 
 
-def time_factory(_col):
+def time_factory(col):
+    fsp = col.meta
+    if fsp:
+        size = _TIME_HIRES_BYTES[fsp]
+        unshift = 10 ** (6 - fsp)
+        zero = _TIME_ZERO_POINT_US // unshift
+
+        def dec_hires(buf, pos):
+            end = pos + size
+            _need(buf, end)
+            packed = (int.from_bytes(buf[pos:end], "big") - zero) * unshift
+            negative = packed < 0
+            us, s, mi, h = _unpack_hires(-packed if negative else packed)
+            td = _dt.timedelta(hours=h, minutes=mi, seconds=s, microseconds=us)
+            return (-td if negative else td), end
+        return dec_hires
+
     def dec(buf, pos):
         v = int.from_bytes(buf[pos:pos + 3], "little", signed=True)
         negative = v < 0

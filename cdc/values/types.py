@@ -18,11 +18,13 @@ DATETIME               ``datetime.datetime`` (naive, as stored)
 TIMESTAMP              ``datetime.datetime`` aware, UTC (the binlog stores epoch seconds)
 zero/invalid temporal  :class:`InvalidTemporal` — a ``str`` such as ``"0000-00-00"``, exactly the
                        text MySQL prints; Python's date types cannot hold them
-CHAR/VARCHAR/TEXT      ``str`` decoded with the column's collation; binary collations: ``bytes``
+CHAR/VARCHAR/TEXT      ``str`` decoded with the column's collation; binary collations: ``bytes``;
+                       bytes not valid in the charset: :class:`InvalidText` (the stored bytes)
 BINARY(n)              ``bytes`` padded back to n with ``\\0`` (the binlog strips the padding)
 BLOB                   ``bytes``
 ENUM / SET             ``str`` (SET: comma-joined, definition order) when the table map carries
-                       the value names (binlog_row_metadata=FULL); else the index / bitmask int
+                       the value names (binlog_row_metadata=FULL; decoded in the ENUM/SET's
+                       charset); else the index / bitmask int
 JSON (MySQL binary)    the decoded document (dict/list/str/int/float/Decimal/bool/None/...)
 GEOMETRY               :class:`Geometry` (srid, wkb)
 VECTOR                 ``list[float]`` (float32 values)
@@ -227,7 +229,8 @@ def _string_layout(length_bytes_of: Callable[[ColumnDef], int], *, pad_binary: b
         if codec == "utf-8":
             return Layout("STR", lb)
         if codec is None:
-            return Layout("BYTES", lb, col.meta[1] if pad_binary else 0)
+            return Layout("BYTES", lb, col.meta[1] if pad_binary and col.collation ==
+                          BINARY_COLLATION else 0)
         return FALLBACK
     return layout
 
@@ -319,7 +322,9 @@ def _varlen_factory(length_bytes_of: Callable[[ColumnDef], int], *, pad_binary: 
         lb = length_bytes_of(col)
         conv = _text_decoder_for(col)
         binary = conv is bytes
-        pad_to = col.meta[1] if (pad_binary and binary and col.meta) else 0
+        # BINARY(n) only: a CHAR of unknown character set (no charset metadata) is not padded.
+        pad_to = col.meta[1] if (pad_binary and binary and col.meta
+                                 and col.collation == BINARY_COLLATION) else 0
 
         def dec(buf, pos):
             start = pos + lb

@@ -940,9 +940,11 @@ def test_apply_json_diffs_rejected(doc, diff):
 
 
 def test_apply_json_diffs_without_before_image():
-    from cdc.values.kinds import ABSENT
-    with pytest.raises(JsonDiffError, match="MINIMAL"):
-        apply_json_diffs(ABSENT, [JsonDiff(REPLACE, "$.a", 1)])
+    # issue 12: no document before (binlog_row_image=MINIMAL): the diffs are the value
+    from cdc.values.kinds import ABSENT, JsonDiffs
+    got = apply_json_diffs(ABSENT, [JsonDiff(REPLACE, "$.a", 1)])
+    assert type(got) is JsonDiffs
+    assert got == {"$json_diff": [{"op": "replace", "path": "$.a", "value": 1}]}
 
 
 def _mysql_path(legs) -> str:

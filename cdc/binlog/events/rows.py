@@ -12,8 +12,19 @@ from cdc.binlog.events.base import Event, new_event, register
 from cdc.binlog.events.payload import maria_uncompress
 from cdc.binlog.tablemap import decode_table_map
 from cdc.binlog.wire import read_lenenc
-from cdc.errors import SchemaError, TruncatedEventError
+from cdc.errors import ParseError, SchemaError, TruncatedEventError
 from cdc.rows.decode import decode_images, present_columns
+
+
+def _located(e: ParseError, file, pos) -> ParseError:
+    """*e* (of its own class) with the rows event's file and position attached."""
+    new = ParseError.__new__(type(e))
+    Exception.__init__(new, f"{e} (at " + ", ".join(
+        p for p in (f"file {file}" if file else "",
+                    f"position {pos}" if pos is not None else "") if p) + ")")
+    new.__dict__.update(vars(e))
+    new.file, new.position = file, pos
+    return new
 
 
 class TableMapEvent(Event):
@@ -62,25 +73,30 @@ class RowsEvent(Event):
     @property
     def rows(self) -> list:
         if self._rows is None:
-            if self.table is None:
-                raise SchemaError(
-                    f"rows event for table id {self.table_id} has no TABLE_MAP before it; start "
-                    f"reading at a transaction boundary (a GTID/BEGIN event), not mid-transaction",
-                )
-            self._rows = decode_images(self.table, self.kind, self._data, self._start,
-                                       self._present, self._present_after, self.partial,
-                                       self.row_decoder)
+            self._rows = self.decode_rows()
         return self._rows
 
     def decode_rows(self) -> list:
         """The rows, as :attr:`rows`, decoded afresh and not kept on the event: a consumer that
-        walks a large transaction once holds one event's decoded rows at a time."""
+        walks a large transaction once holds one event's decoded rows at a time.
+
+        Row images that do not decode raise a :class:`~cdc.errors.ParseError` (most often
+        :class:`~cdc.errors.TruncatedEventError`) naming the table, the row, the column and this
+        event's file and position."""
         if self._rows is not None:
             return self._rows
         if self.table is None:
-            return self.rows   # raises the SchemaError
-        return decode_images(self.table, self.kind, self._data, self._start, self._present,
-                             self._present_after, self.partial, self.row_decoder)
+            raise SchemaError(
+                f"rows event for table id {self.table_id} has no TABLE_MAP before it (at file "
+                f"{self.file}, position {self.pos}); start reading at a transaction boundary (a "
+                f"GTID/BEGIN event), not mid-transaction")
+        try:
+            return decode_images(self.table, self.kind, self._data, self._start, self._present,
+                                 self._present_after, self.partial, self.row_decoder)
+        except ParseError as e:
+            if e.file is None and e.position is None and (self.file or self.pos is not None):
+                raise _located(e, self.file, self.pos) from None
+            raise
 
     @property
     def row_count(self) -> int:

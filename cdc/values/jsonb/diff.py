@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from cdc.errors import JsonDiffError
 from cdc.values.jsonb.binary import decode_json_at
-from cdc.values.kinds import ABSENT
+from cdc.values.kinds import ABSENT, JsonDiffs
 
 __all__ = ["read_json_diffs", "apply_json_diffs", "parse_json_path", "JsonDiff", "JsonDiffError",
            "REPLACE", "INSERT", "REMOVE"]
@@ -232,7 +232,8 @@ def _describe(node) -> str:
 def apply_json_diffs(doc: object, diffs) -> object:
     """The document after applying *diffs* (``apply_json_diff`` semantics) to *doc*.
 
-    *doc* is the decoded before-image value; it is not modified (containers on the changed
+    *doc* is the decoded before-image value (:data:`ABSENT`, when the before image leaves the
+    column out: a :class:`~cdc.values.kinds.JsonDiffs` of the diffs is returned); it is not modified (containers on the changed
     paths are copied, the rest is shared).  REPLACE needs the path to exist; INSERT adds an
     object member (the key must be new; keys are kept in MySQL's stored order, so the result
     equals the decoded full after-image) or inserts into an array at the index (past the end:
@@ -241,6 +242,9 @@ def apply_json_diffs(doc: object, diffs) -> object:
     """
     if not diffs:
         return doc
+    if doc is ABSENT:
+        # No document before (binlog_row_image=MINIMAL): the change itself is the value.
+        return JsonDiffs(diffs)
     root = [doc]
     fresh: set[int] = set()
     keep: list = []          # keeps copies alive so their ids stay unique during this call
