@@ -143,6 +143,11 @@ class ProtocolError(ConnectionLost):
     restarts from a clean state."""
 
 
+class PacketTooLargeError(ProtocolError):
+    """The server sent (or announced) a payload over the client's ``max_packet_size``:
+    reconnecting would meet it again, so it is not retried."""
+
+
 # --- server errors --------------------------------------------------------------------------------
 
 ER_DBACCESS_DENIED = 1044
@@ -183,6 +188,10 @@ _PURGED = re.compile(r"purged|could not find first log file|could not find gtid 
                      r"not found in binlog index|log file .* not found", re.I)
 
 
+#: Where the CLI takes a password from (the default hint of an authentication error).
+CLI_PASSWORD_HINT = "--password, --password-file or BINLOG_CDC_PASSWORD"
+
+
 class TransientServerError(ServerConnectionError):
     """A server error after which the client reconnects (shutdown, killed connection...)."""
 
@@ -193,11 +202,13 @@ class TransientServerError(ServerConnectionError):
 
 def map_server_error(code: int, message: str, *, user: str | None = None,
                      where: str | None = None, start: str | None = None,
-                     grant: str | None = None) -> CdcError:
+                     grant: str | None = None, password_hint: str | None = None) -> CdcError:
     """The binlog-cdc error for a server error (from PyMySQL or an ERR packet in the dump).
 
     :param where: ``host:port`` for messages; :param start: what was asked for (``"file
-        mysql-bin.000003 position 4"``, ``"GTID set ..."``); :param grant: the GRANT to suggest.
+        mysql-bin.000003 position 4"``, ``"GTID set ..."``); :param grant: the GRANT to suggest;
+        :param password_hint: where the password is set, in the caller's terms (default: the
+        CLI's options; the Spark source names its own).
     """
     at = f" ({where})" if where else ""
     srv = f"server error {code}: {message}"
@@ -213,8 +224,8 @@ def map_server_error(code: int, message: str, *, user: str | None = None,
             ER_ACCOUNT_LOCKED: "the account is locked (ALTER USER ... ACCOUNT UNLOCK)",
             ER_MUST_CHANGE_PASSWORD: "the account's password has expired (ALTER USER ... "
                                      "IDENTIFIED BY ...)",
-        }.get(code, "check the password (--password, --password-file or BINLOG_CDC_PASSWORD) "
-                    "and that the account exists for this client host")
+        }.get(code, f"check the password ({password_hint or CLI_PASSWORD_HINT}) and that "
+                    f"the account exists for this client host")
         return AuthenticationError(f"the server{at} refused user {user!r}: {hint} [{srv}]")
     if code in (ER_SPECIFIC_ACCESS_DENIED, ER_DBACCESS_DENIED, 1142, 1143):
         fix = f"; run as an administrator: {grant}" if grant else ""
@@ -260,6 +271,8 @@ def _map_1236(message: str, srv: str, at: str, start: str | None) -> CdcError:
 
 def is_transient(exc: BaseException) -> bool:
     """Whether a reconnect may help after *exc*."""
+    if isinstance(exc, PacketTooLargeError):
+        return False
     if isinstance(exc, (ConnectionLost, TransientServerError)):
         return True
     if isinstance(exc, CdcError):

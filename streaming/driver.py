@@ -31,7 +31,10 @@ class Driver:
 
     def __init__(self, opts: SourceOptions):
         self.opts = opts
-        self.sql = SqlSession(lambda: connect(opts.replica_config()))
+        # The same bounded, configurable budget as the tasks' connections (TASK_RETRY): a
+        # restart of the source must not fail the query in latestOffset.
+        config = opts.replica_config()
+        self.sql = SqlSession(lambda: connect(config), retry=config.retry, where=opts.describe())
         self.mariadb: bool | None = None
         self.anchor: Position | None = None
         self.boundaries: list[Boundary] = []
@@ -95,13 +98,6 @@ class Driver:
             rows = self.query("SELECT @@GLOBAL.gtid_purged")
             purged = parse_gtid_state(str(rows[0][0] or ""), mariadb=False) if rows else None
         return self.gtid_at(file, 4, purged)
-
-    def check_file(self, file: str) -> list[tuple[str, int]]:
-        """The server's binlog files, or BinlogPurgedError when *file* is not among them."""
-        logs = self.binary_logs()
-        if file not in {n for n, _ in logs}:
-            raise self.purged(file, logs)
-        return logs
 
     def purged(self, file: str, logs, context: str = "") -> BinlogPurgedError:
         """The error for a purged *file*, with the Spark-side remedies."""

@@ -12,17 +12,24 @@ cannot leak through logs, reprs, plans or exception messages.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from cdc.binlog.transactions import TableFilter
 from cdc.errors import ConfigurationError
 from cdc.positions import Start
-from cdc.replica.config import (ReplicaConfig, RetryPolicy, Secret, random_server_id,
-                                read_password)
+from cdc.replica.config import (PASSWORD_ENV, ReplicaConfig, RetryPolicy, Secret, SslOptions,
+                                random_server_id, read_password)
 
-#: How tasks and the driver's replication connections reconnect.
-TASK_RETRY = RetryPolicy(max_attempts=10, max_time=120, initial_backoff=0.2, max_backoff=5)
+#: Where the source's password is set, named by an authentication error.
+PASSWORD_HINT = f"the Spark options password or passwordFile, or {PASSWORD_ENV} in the " \
+    f"driver's and executors' environment"
+
+#: How tasks and the driver's replication connections reconnect, and (the same budget, first
+#: connections included: a task's client is new) how the driver's SQL session rides out an
+#: outage of the source.
+TASK_RETRY = RetryPolicy(max_attempts=10, max_time=120, initial_backoff=0.2, max_backoff=5,
+                         first_connect_time=120)
 
 # name -> one-line description (also the order of the "valid options" list in errors)
 OPTIONS: dict[str, str] = {
@@ -44,8 +51,12 @@ OPTIONS: dict[str, str] = {
     "failOnDataLoss": "true (default): purged binlogs stop the query; false: skip them",
     "heartbeatIntervalMs": "replication heartbeat period (default 10000)",
     "connectTimeoutMs": "connect timeout (default 10000)",
+    "maxRetries": "connection attempts in a row before the query fails (driver and tasks; "
+                  "default 10)",
+    "maxRetryTimeMs": "time spent reconnecting before the query fails (default 120000)",
     "sslCa": "TLS: CA bundle file", "sslCert": "TLS: client certificate",
     "sslKey": "TLS: client key", "sslVerify": "TLS: verify the server certificate (true/false)",
+    "sslMode": "TLS: disabled | preferred (default) | required | verify_ca | verify_identity",
     "path": "batch: binlog file(s), directory, .index file or glob",
     "paths": "batch: several of those (set by DataFrameReader.load([...]))",
 }
@@ -100,7 +111,8 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     heartbeat_s: float = 10.0
     connect_timeout_s: float = 10.0
-    ssl: dict | None = None
+    retry: RetryPolicy = TASK_RETRY
+    ssl: SslOptions | bool | None = None
     paths: tuple = ()
 
     @classmethod
@@ -153,13 +165,13 @@ class SourceOptions:
             kw["heartbeat_s"] = _int("heartbeatIntervalMs", get("heartbeatIntervalMs"), 1) / 1000
         if get("connectTimeoutMs"):
             kw["connect_timeout_s"] = _int("connectTimeoutMs", get("connectTimeoutMs"), 1) / 1000
-        ssl = {}
-        for opt, key in (("sslCa", "ca"), ("sslCert", "cert"), ("sslKey", "key")):
-            if get(opt):
-                ssl[key] = get(opt)
-        if get("sslVerify") is not None:
-            ssl["verify"] = _bool("sslVerify", get("sslVerify"))
-        kw["ssl"] = ssl or None
+        if get("maxRetries") or get("maxRetryTimeMs"):
+            t = _int("maxRetryTimeMs", get("maxRetryTimeMs"), 1) / 1000 \
+                if get("maxRetryTimeMs") else TASK_RETRY.max_time
+            kw["retry"] = replace(TASK_RETRY, max_time=t, first_connect_time=t, max_attempts=(
+                _int("maxRetries", get("maxRetries"), 1) if get("maxRetries")
+                else TASK_RETRY.max_attempts))
+        kw["ssl"] = _ssl(get)
         paths: list[str] = []
         if get("path"):
             paths.append(get("path"))
@@ -191,8 +203,9 @@ class SourceOptions:
             self.host, self.port, self.user, self.password,
             server_id=server_id if server_id is not None else self.server_id,
             ssl=self.ssl, connect_timeout=self.connect_timeout_s,
-            heartbeat_interval=self.heartbeat_s, retry=TASK_RETRY,
-            table_filter=self.table_filter(), check_server_id=False)
+            heartbeat_interval=self.heartbeat_s, retry=self.retry,
+            table_filter=self.table_filter(), check_server_id=False,
+            password_hint=PASSWORD_HINT)
 
     def table_filter(self) -> TableFilter | None:
         include = [self.table] if self.table else list(self.include_tables)
@@ -202,6 +215,22 @@ class SourceOptions:
     def describe(self) -> str:
         """For messages: where, as whom (never the password)."""
         return f"{self.user}@{self.host}:{self.port}"
+
+
+def _ssl(get) -> SslOptions | bool | None:
+    """TLS from ``sslMode`` (:meth:`SslOptions.from_mode`) or the older ``sslVerify``, with
+    ``sslCa``/``sslCert``/``sslKey``."""
+    files = {key: get(opt) or None for opt, key in (("sslCa", "ca"), ("sslCert", "cert"),
+                                                     ("sslKey", "key"))}
+    if get("sslMode") is not None:
+        if get("sslVerify") is not None:
+            raise ConfigurationError("options sslMode and sslVerify exclude each other: use "
+                                     "sslMode=verify_ca (or verify_identity, or required)")
+        return SslOptions.from_mode(get("sslMode"), option="sslMode", **files)
+    ssl = {k: v for k, v in files.items() if v}
+    if get("sslVerify") is not None:
+        ssl["verify"] = _bool("sslVerify", get("sslVerify"))
+    return SslOptions.coerce(ssl) if ssl else None
 
 
 def _password(raw: dict) -> Secret:

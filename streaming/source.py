@@ -70,6 +70,13 @@ from streaming.schema import JSON_SCHEMA, typed_schema
 log = logging.getLogger("binlog_cdc.spark")
 
 
+def _older(file: str, than: str) -> bool:
+    """Whether binlog *file* comes before *than* (same base name, lower number)."""
+    base, _, num = file.rpartition(".")
+    base2, _, num2 = than.rpartition(".")
+    return base == base2 and num.isdigit() and num2.isdigit() and int(num) < int(num2)
+
+
 # ===================================================================================================
 # the data source
 # ===================================================================================================
@@ -240,7 +247,16 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if spec.is_gtid:
             return self._gtid_start(spec).to_offset()
         if spec.kind == "file":
-            d.check_file(spec.file)
+            logs = d.binary_logs()
+            if spec.file not in {n for n, _ in logs}:
+                err = d.purged(spec.file, logs, context="startingPosition")
+                oldest = logs[0][0] if logs else None
+                # only a file before the oldest one was purged (a later one is a mistake)
+                if self.opts.fail_on_data_loss or oldest is None or not _older(spec.file, oldest):
+                    raise err
+                log.warning("%s; starting at the oldest binlog the server has, %s:4 "
+                            "(failOnDataLoss=false)", err, oldest)
+                return Position(oldest, 4, d.gtid_at_oldest(oldest)).to_offset()
             return Position(spec.file, spec.pos, d.gtid_at(spec.file, spec.pos)).to_offset()
         if spec.kind == "latest":
             end = d.master_status()
@@ -421,9 +437,33 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return record_batches(self._chunk_transactions(partition), builder)
 
     def _chunk_transactions(self, chunk: "BinlogChunk"):
+        """The chunk's transactions; a dump that ends before the planned end (a server shutting
+        down ends a non-blocking dump as if the binlog ended there) is read on from where it
+        stopped, within the retry budget, before that is an error."""
+        p = self.opts.retry
+        start = Start.at(chunk.file, chunk.start)
+        t0 = time.monotonic()
+        for attempt in range(1, (p.max_attempts or 10) + 1):
+            at = yield from self._chunk_once(chunk, start)
+            if at is None:
+                return
+            if attempt >= (p.max_attempts or 10) or \
+                    (p.max_time is not None and time.monotonic() - t0 > p.max_time):
+                break
+            wait = min(p.max_backoff, p.initial_backoff * 2 ** (attempt - 1))
+            log.warning("%s: the binlog dump ended at %s before the planned end %s:%d (is the "
+                        "server restarting?); reading on from there in %.1f s", chunk, at,
+                        chunk.file, chunk.end, wait)
+            time.sleep(wait)
+            start = Start.at(at.file, at.pos)
+        raise CdcError(f"{chunk}: the binlog ended at {at} before the planned end "
+                       f"{chunk.file}:{chunk.end}")
+
+    def _chunk_once(self, chunk: "BinlogChunk", start: Start):
+        """One dump for *chunk* from *start*: None when the chunk was read to its end, else the
+        position where the dump stopped short."""
         opts = self.opts
-        client = replica_client(opts, Start.at(chunk.file, chunk.start),
-                                opts.server_id + 1 + chunk.index % MAX_CHUNKS)
+        client = replica_client(opts, start, opts.server_id + 1 + chunk.index % MAX_CHUNKS)
         skip = GtidSet.parse(chunk.skip_gtids) if chunk.skip_gtids else None
         reached = False
         try:
@@ -453,9 +493,10 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     raise BinlogPurgedError(f"{chunk}: {e} (set failOnDataLoss=false to skip "
                                             f"lost data)") from None
                 log.warning("%s: data lost, skipped: %s", chunk, e)
-                return
+                return None
         finally:
             client.close()
-        if not reached:
-            raise CdcError(f"{chunk}: the binlog ended at {client.position} before the planned "
-                           f"end {chunk.file}:{chunk.end}")
+        if reached:
+            return None
+        at = client.position
+        return at if at is not None and at.file else Position(start.file, start.pos)

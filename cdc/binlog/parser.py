@@ -289,6 +289,8 @@ class BinlogParser:
                     body = memoryview(body)
                 ev = _REGISTRY_GET(type_code, decode_raw)(header, body, ctx)
         except (CdcError, IndexError, ValueError, struct.error) as e:
+            if pos is None and self.stream and not inner:
+                pos = _stream_pos(header)
             raise _decode_error(e, type_code, ctx.file, pos) from None
         if type_code == ROTATE and ev.artificial:
             ctx.file = ev.next_file
@@ -314,6 +316,8 @@ class BinlogParser:
             raw = raw[:17] + bytes((raw[17] & 0xFE,)) + raw[18:]
         actual = _crc32(raw[:-4])
         if stored != actual:
+            if pos is None and self.stream:
+                pos = _stream_pos(header)
             raise ChecksumError(expected=stored, actual=actual, event_type=header.type_code,
                                 file=self.ctx.file, position=pos)
 
@@ -356,12 +360,20 @@ def _decode_error(e: Exception, type_code: int, file, pos) -> Exception:
         f"malformed: {e}", file=file, position=pos)
 
 
+def _stream_pos(header) -> int | None:
+    """Where an event starts on a stream (no file offsets there): its header's log_pos (the
+    end) minus its size; None for an artificial event (log_pos 0)."""
+    lp, size = header[4], header[3]
+    return lp - size if lp >= size else None
+
+
 def _locate(e: ParseError, file, pos) -> ParseError:
     """Re-raise a location-less ParseError with the event's file and position attached."""
     msg = str(e)
     new = ParseError.__new__(type(e))
-    Exception.__init__(new, msg + (f" (at file {file}, position {pos})" if file or pos is not None
-                                   else ""))
+    at = ", ".join(([f"file {file}"] if file else []) +
+                   ([f"position {pos}"] if pos is not None else []))
+    Exception.__init__(new, msg + (f" (at {at})" if at else ""))
     new.file, new.position = file, pos
     for k, v in vars(e).items():
         if k not in ("file", "position"):

@@ -13,8 +13,8 @@ from typing import Callable
 
 from cdc.errors import ConfigurationError
 from cdc.positions import Start
-from cdc.replica.config import (PASSWORD_ENV, ReplicaConfig, RetryPolicy, SslOptions,
-                                read_password)
+from cdc.replica.config import (PASSWORD_ENV, SSL_MODES, ReplicaConfig, RetryPolicy,
+                                SslOptions, read_password)
 
 
 def patterns(text: str) -> list[str]:
@@ -37,7 +37,13 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, retries: bool = True
     c.add_argument("--server-id", type=int, default=None,
                    help="this replica's server_id, unique among the source's replicas "
                         "(default: a random id from 1000000000 to 1999999999)")
-    c.add_argument("--ssl", action="store_true", help="require TLS")
+    c.add_argument("--ssl-mode", type=str.lower, choices=SSL_MODES, default=None,
+                   help="disabled | preferred (default: TLS when offered, unverified) | required "
+                        "(TLS, unverified) | verify_ca (the server's certificate is signed by "
+                        "--ssl-ca, default the system's CAs) | verify_identity (and names this "
+                        "--host)")
+    c.add_argument("--ssl", action="store_true", help="require TLS (older spelling of "
+                                                      "--ssl-mode required)")
     c.add_argument("--ssl-ca", help="CA certificate file (implies --ssl, verifies the server)")
     c.add_argument("--ssl-cert", help="client certificate file")
     c.add_argument("--ssl-key", help="client private key file")
@@ -87,10 +93,23 @@ def start_from_args(args) -> Start:
     return Start(args.start_at or "latest")
 
 
-def _ssl(args) -> SslOptions | None:
-    if args.ssl_ca or args.ssl_cert or args.ssl_key or args.ssl_verify or args.ssl:
+def _ssl(args) -> SslOptions | bool | None:
+    mode = getattr(args, "ssl_mode", None)
+    if mode is not None:
+        old = [n for n, v in (("--ssl", args.ssl), ("--ssl-verify", args.ssl_verify),
+                              ("--ssl-verify-identity", args.ssl_verify_identity)) if v]
+        if old or args.ssl_verify is False:
+            raise ConfigurationError(f"--ssl-mode replaces {', '.join(old) or '--no-ssl-verify'}"
+                                     f": give only --ssl-mode (with --ssl-ca/--ssl-cert/--ssl-key)")
+        return SslOptions.from_mode(mode, ca=args.ssl_ca, cert=args.ssl_cert, key=args.ssl_key,
+                                    option="--ssl-mode")
+    if args.ssl_ca or args.ssl_cert or args.ssl_key or args.ssl_verify or args.ssl or \
+            args.ssl_verify_identity:
+        verify = args.ssl_verify
+        if verify is None and args.ssl_verify_identity:
+            verify = True      # checking the host name means checking the certificate
         return SslOptions(ca=args.ssl_ca, cert=args.ssl_cert, key=args.ssl_key,
-                          verify=args.ssl_verify, verify_identity=args.ssl_verify_identity)
+                          verify=verify, verify_identity=args.ssl_verify_identity)
     return None
 
 

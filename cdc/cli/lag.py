@@ -18,7 +18,7 @@ A :class:`~cdc.replica.client.ReplicaClient` follows the server (from its curren
   previous sample.
 
 It stops on Ctrl-C, SIGTERM or after ``--duration`` seconds; ``--plot out.png`` then draws lag
-seconds and bytes behind over time (needs matplotlib: ``pip install 'binlog-cdc[plot]'``).
+seconds and bytes behind over time (needs matplotlib: ``pip install matplotlib``).
 The password is never printed.
 """
 
@@ -35,7 +35,7 @@ from typing import Callable
 
 from cdc.cli.args import (add_connection_arguments, add_start_arguments, config_from_args,
                           on_sigterm, start_from_args)
-from cdc.errors import CdcError, ConfigurationError, is_transient
+from cdc.errors import CdcError, ConfigurationError, ServerConnectionError, is_transient
 from cdc.positions import Position
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import RetryPolicy
@@ -44,7 +44,7 @@ from cdc.replica.sql import SqlSession, binary_logs, binlog_status, connect
 __all__ = ["LagSample", "LagMonitor", "ServerStatus", "plot_samples",
            "add_lag_arguments", "run_lag"]
 
-PLOT_HINT = "pip install 'binlog-cdc[plot]'"
+PLOT_HINT = "pip install matplotlib (or, in a checkout, pip install -e '.[plot]')"
 
 
 class ServerStatus:
@@ -294,7 +294,9 @@ def _sample_loop(args, monitor, stop: threading.Event, samples: list, out) -> No
         out.write(LagSample.TEXT_HEADER + "\n")
         out.flush()
     started = time.monotonic()
-    monitor.start(wait=args.connect_timeout)
+    # --duration bounds the whole run, the wait for the first connection included
+    monitor.start(wait=args.connect_timeout if args.duration is None
+                  else min(args.connect_timeout, args.duration))
     next_at = time.monotonic() + args.interval
     while not stop.is_set():
         if args.duration is not None:
@@ -315,6 +317,13 @@ def _sample_loop(args, monitor, stop: threading.Event, samples: list, out) -> No
         samples.append(s)
         out.write((s.to_json() if args.format == "jsonl" else s.to_text()) + "\n")
         out.flush()
+    if monitor.client.dump_thread_starts == 0 and not stop.is_set():
+        monitor.check()    # the follower's own error (e.g. refused, wrong password) first
+        last = monitor.client.last_connect_failure
+        raise ServerConnectionError(
+            f"cannot connect to {monitor.client.where}: "
+            f"{last if last is not None else 'no answer'} (no connection within --duration "
+            f"{args.duration:g} s; check --host/--port and that the server is up)")
 
 
 def run_lag(args) -> int:

@@ -39,7 +39,7 @@ import time
 from typing import Iterator
 
 from cdc.binlog.constants import ChecksumAlg
-from cdc.binlog.events import HeartbeatEvent, RotateEvent
+from cdc.binlog.events import HeartbeatEvent, RotateEvent, TableMapEvent
 from cdc.binlog.gtid import GtidSet
 from cdc.binlog.parser import BinlogParser
 from cdc.binlog.transactions import Transaction, TransactionAssembler
@@ -52,7 +52,8 @@ from cdc.replica.packets import PacketReader, frame, is_eof, parse_err, take_ove
 from cdc.replica.protocol import (BINLOG_DUMP_NON_BLOCK, ServerInfo, binlog_dump,
                                   binlog_dump_gtid, grant_statement, heartbeat_period_ns,
                                   parse_server_version, quote_account, register_slave)
-from cdc.replica.sql import connect, mysql_error, resolve_start
+from cdc.replica.metadata import TableMetadata
+from cdc.replica.sql import SqlSession, connect, mysql_error, resolve_start
 
 __all__ = ["ReplicaClient"]
 
@@ -61,6 +62,15 @@ log = logging.getLogger("cdc.replica")
 
 class _Closed(Exception):
     """close() was called: stop quietly."""
+
+
+def _reason(e: BaseException) -> str:
+    """A connect error without the "connection lost" framing (it never connected)."""
+    code = getattr(e, "code", None)
+    cause = e.__cause__
+    if code is not None and cause is not None and len(getattr(cause, "args", ())) > 1:
+        return f"{cause.args[1]} [error {code}]"
+    return str(e)
 
 
 class ReplicaClient:
@@ -111,6 +121,11 @@ class ReplicaClient:
         self._last_packet_mono = 0.0
         self._warned_row_image = False
         self.dump_thread_starts = 0
+        # What TABLE_MAPs lack (no binlog_row_metadata=FULL), from information_schema, on a
+        # connection of its own (cdc.replica.metadata).
+        self._metadata_sql = SqlSession(lambda: connect(self.config, grant=self._grant_hint()))
+        self.metadata = TableMetadata(self._metadata_query)
+        self.last_connect_failure: str | None = None   # why the last attempt failed
 
     # --- public state ------------------------------------------------------------------------
 
@@ -181,6 +196,8 @@ class ReplicaClient:
                 except ConnectionLost as e:
                     if self._closed:
                         return
+                    if not is_transient(e):     # e.g. a payload over max_packet_size
+                        raise
                     self._lost(e)
                 except CdcError as e:
                     if self._closed and isinstance(e, ServerConnectionError):
@@ -277,6 +294,8 @@ class ReplicaClient:
             else:
                 raise ProtocolError(f"unexpected replication packet starting with 0x{head:02x}")
             for ev in events:
+                if type(ev) is TableMapEvent:
+                    self.metadata.complete(ev.table, file=ev.file, position=ev.pos)
                 tx = asm.push(ev)
                 if tx is not None:
                     pos = self._position
@@ -327,7 +346,7 @@ class ReplicaClient:
         start = self._resume_start()
         return map_server_error(err.code, err.message, user=self.config.user, where=self.where,
                                 start=start.describe() if start else None,
-                                grant=self._grant_hint())
+                                grant=self._grant_hint(), password_hint=self.config.password_hint)
 
     # --- connecting ------------------------------------------------------------------------------
 
@@ -339,19 +358,27 @@ class ReplicaClient:
         from tenacity import (Retrying, retry_if_exception, stop_after_attempt, stop_after_delay,
                               stop_never, wait_exponential_jitter)
         p = self.config.retry
+        first = not self._connected_once
         stop = stop_never
         if p.max_attempts is not None:
             stop = stop_after_attempt(p.max_attempts)
-        if p.max_time is not None:
-            stop = stop_after_delay(p.max_time) if stop is stop_never else \
-                stop | stop_after_delay(p.max_time)
+        # The first connection ever: a bounded try (a wrong port is an error), then the policy.
+        max_time = p.max_time
+        if first:
+            budget = p.first_connect_time if p.first_connect_time is not None else \
+                self.config.connect_timeout
+            max_time = budget if max_time is None else min(max_time, budget)
+        if max_time is not None:
+            stop = stop_after_delay(max_time) if stop is stop_never else \
+                stop | stop_after_delay(max_time)
         started = time.monotonic()
         attempts = [0]
 
         def before_sleep(state) -> None:
             exc = state.outcome.exception()
+            self.last_connect_failure = _reason(exc)
             log.warning("connecting to %s failed (attempt %d: %s); retrying in %.1f s",
-                        self.where, state.attempt_number, exc,
+                        self.where, state.attempt_number, self.last_connect_failure,
                         state.next_action.sleep if state.next_action else 0)
 
         retrying = Retrying(stop=stop, wait=wait_exponential_jitter(
@@ -368,6 +395,11 @@ class ReplicaClient:
         except _Closed:
             raise
         except Exception as e:
+            if is_transient(e) and first:
+                raise ServerConnectionError(
+                    f"cannot connect to {self.where}: {_reason(e)} ({attempts[0]} attempt(s) in "
+                    f"{time.monotonic() - started:.1f} s; check the host and port, and that the "
+                    f"server is up)") from e
             if is_transient(e):
                 raise ServerConnectionError(
                     f"could not (re)connect to {self.where} after {attempts[0]} attempt(s) in "
@@ -393,6 +425,14 @@ class ReplicaClient:
             with conn.cursor() as cur:
                 cur.execute(sql, args)
                 return list(cur.fetchall()) if cur.description else []
+        except pymysql.err.MySQLError as e:
+            raise mysql_error(e, self.config, grant=self._grant_hint()) from e
+
+    def _metadata_query(self, sql: str, args=None) -> list[tuple]:
+        """A statement on the metadata connection (reopened once after a lost one)."""
+        import pymysql
+        try:
+            return self._metadata_sql.query(sql, args)
         except pymysql.err.MySQLError as e:
             raise mysql_error(e, self.config, grant=self._grant_hint()) from e
 
@@ -447,7 +487,7 @@ class ReplicaClient:
                                          gtid_ignore_duplicates=cfg.gtid_ignore_duplicates):
             query(sql)
 
-        reader = take_over(conn)
+        reader = take_over(conn, max_payload=cfg.max_packet_size)
         self._conn, self._reader = conn, reader
         sock = reader.sock
         reader.recv_size = 1 << 18
@@ -507,7 +547,8 @@ class ReplicaClient:
         if expect_ok and reply[:1] == b"\xff":
             err = parse_err(reply)
             raise map_server_error(err.code, err.message, user=self.config.user,
-                                   where=self.where, grant=self._grant_hint())
+                                   where=self.where, grant=self._grant_hint(),
+                                   password_hint=self.config.password_hint)
         return reply
 
     # --- teardown ----------------------------------------------------------------------------------
@@ -519,6 +560,7 @@ class ReplicaClient:
             self._parser = None
             self._asm = None
             self._pending = []
+        self._metadata_sql.close()
         if conn is not None:
             try:
                 conn._force_close()

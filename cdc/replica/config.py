@@ -15,13 +15,17 @@ import socket
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
-from cdc.errors import ConfigurationError
+from cdc.errors import CLI_PASSWORD_HINT, ConfigurationError
 
 __all__ = ["ReplicaConfig", "Secret", "SslOptions", "RetryPolicy", "read_password",
-           "random_server_id", "PASSWORD_ENV"]
+           "random_server_id", "PASSWORD_ENV", "SSL_MODES", "CLI_PASSWORD_HINT",
+           "MAX_PACKET_SIZE"]
 
 #: The environment variable a password is read from when no other is given.
 PASSWORD_ENV = "BINLOG_CDC_PASSWORD"
+
+#: The largest payload the client accepts (MySQL's largest max_allowed_packet: 1 GiB).
+MAX_PACKET_SIZE = 1 << 30
 
 
 class Secret:
@@ -83,13 +87,22 @@ def random_server_id(lo: int = 1_000_000_000, hi: int = 1_999_999_999) -> int:
 class RetryPolicy:
     """How to reconnect after a lost connection: exponential backoff with jitter
     (``initial_backoff * 2**n + uniform(0, jitter)``, at most ``max_backoff``), until
-    ``max_attempts`` attempts or ``max_time`` seconds (None: no limit) have been spent."""
+    ``max_attempts`` attempts or ``max_time`` seconds (None: no limit) have been spent.
+
+    The first connection of a client (before any stream has started) is tried for at most
+    ``first_connect_time`` seconds (None: the config's ``connect_timeout``): a wrong host or
+    port is an error, not an endless retry."""
 
     max_attempts: int | None = 20
     max_time: float | None = 300.0
     initial_backoff: float = 0.5
     max_backoff: float = 10.0
     jitter: float = 0.5
+    first_connect_time: float | None = None
+
+
+#: MySQL's ``ssl-mode`` values, weakest first (see :meth:`SslOptions.from_mode`).
+SSL_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
 
 
 @dataclass(frozen=True)
@@ -105,6 +118,35 @@ class SslOptions:
     verify_identity: bool = False
 
     @classmethod
+    def from_mode(cls, mode: str | None, *, ca: str | None = None, cert: str | None = None,
+                  key: str | None = None, option: str = "sslMode") -> "SslOptions | bool | None":
+        """The TLS setting of a MySQL-style ``ssl-mode`` (the one place the modes are mapped,
+        for the CLI's ``--ssl-mode`` and Spark's ``sslMode``; *option* names it in errors):
+
+        * ``disabled``: never TLS (False);
+        * ``preferred`` (the default, also None): TLS when the server offers it, certificate not
+          checked (None); with a client *cert*, TLS is required (still unchecked);
+        * ``required``: TLS or no connection, certificate not checked;
+        * ``verify_ca``: TLS, and the server's certificate must be signed by *ca* (default: the
+          system's trust store);
+        * ``verify_identity``: ``verify_ca`` and the host name must match the certificate.
+        """
+        m = (mode or "preferred").strip().lower().replace("-", "_")
+        if m not in SSL_MODES:
+            raise ConfigurationError(f"{option} must be one of {', '.join(SSL_MODES)}, not "
+                                     f"{mode!r}")
+        if m == "disabled":
+            if ca or cert or key:
+                raise ConfigurationError(f"{option}=disabled turns TLS off, but TLS files were "
+                                         f"given: drop them or choose another {option}")
+            return False
+        if m == "preferred" and not (cert or key):
+            return None
+        verify = m in ("verify_ca", "verify_identity")
+        return cls(ca=ca, cert=cert, key=key, verify=verify,
+                   verify_identity=m == "verify_identity")
+
+    @classmethod
     def coerce(cls, value) -> "SslOptions | bool | None":
         """None (TLS when offered, unverified), False (never), True (required, unverified), a
         mapping of the fields (``ssl_ca``-style aliases too) or an :class:`SslOptions`."""
@@ -112,6 +154,8 @@ class SslOptions:
             return value
         if value is True:
             return cls(verify=False)
+        if isinstance(value, str):
+            return cls.from_mode(value, option="ssl")
         if isinstance(value, cls):
             return value
         if isinstance(value, Mapping):
@@ -152,7 +196,8 @@ class ReplicaConfig:
     :param server_id: this replica's id (None: a random one, see :func:`random_server_id`);
         must differ from the source's and every other replica's.
     :param ssl: None (PyMySQL's default: TLS when the server offers it, unverified), False
-        (never TLS), True (require TLS, unverified), a mapping or :class:`SslOptions`.
+        (never TLS), True (require TLS, unverified), an ``ssl-mode`` name (``"verify_identity"``:
+        :meth:`SslOptions.from_mode`), a mapping or :class:`SslOptions`.
     :param heartbeat_interval: ask the source for a heartbeat after this many idle seconds; also
         arms dead-connection detection (no packet for ``read_timeout``, default
         ``2 * heartbeat_interval + 5`` s, means the connection is dead: reconnect).
@@ -162,6 +207,9 @@ class ReplicaConfig:
     :param check_server_id: check SHOW REPLICAS / SHOW SLAVE HOSTS for a clash at the first
         connect.
     :param row_decoder: ``"c"``, ``"python"`` or None (the default: ``$BINLOG_CDC_DECODER``).
+    :param password_hint: where the password is set, named by an authentication error.
+    :param max_packet_size: the largest payload (event) accepted from the server; a larger one
+        is a :class:`~cdc.errors.ProtocolError` instead of unbounded memory.
     """
 
     host: str
@@ -181,6 +229,8 @@ class ReplicaConfig:
     gtid_ignore_duplicates: bool = False
     tick: float = 1.0
     row_decoder: str | None = None
+    password_hint: str = CLI_PASSWORD_HINT
+    max_packet_size: int = MAX_PACKET_SIZE
 
     def __post_init__(self):
         if not self.host:
@@ -202,6 +252,9 @@ class ReplicaConfig:
                                      f"{sid!r}")
         object.__setattr__(self, "server_id", sid)
         object.__setattr__(self, "ssl", SslOptions.coerce(self.ssl))
+        if not isinstance(self.max_packet_size, int) or self.max_packet_size < 1024:
+            raise ConfigurationError(f"max_packet_size must be an integer >= 1024, not "
+                                     f"{self.max_packet_size!r}")
         tf = self.table_filter
         if isinstance(tf, (list, tuple)):
             from cdc.binlog.transactions import TableFilter

@@ -22,10 +22,12 @@ import socket
 import ssl
 from typing import NamedTuple
 
-from cdc.errors import ConnectionLost, ProtocolError
+from cdc.errors import ConnectionLost, PacketTooLargeError, ProtocolError
 
 MAX_PAYLOAD = 0xFFFFFF          # a packet of this length is continued by the next one
 HEADER_LEN = 4
+#: The default cap on a reassembled payload: MySQL's largest max_allowed_packet (1 GiB).
+MAX_REASSEMBLED = 1 << 30
 
 
 class ErrPacket(NamedTuple):
@@ -75,11 +77,14 @@ class PacketReader:
     :param sock: a connected socket (plain or SSL), already in the desired timeout mode.
     :param initial: bytes already read off the socket by someone else (they come first).
     :param seq: the sequence number the next packet must carry (None: do not check the first).
+    :param max_payload: the largest reassembled payload accepted; a server announcing more
+        (e.g. endless continuation packets) is a :class:`ProtocolError`, not a MemoryError.
     """
 
     def __init__(self, sock, initial: bytes = b"", *, seq: int | None = None,
-                 recv_size: int = 1 << 18):
+                 recv_size: int = 1 << 18, max_payload: int = MAX_REASSEMBLED):
         self.sock = sock
+        self.max_payload = max_payload
         self._buf = bytearray(initial)
         self._pos = 0
         self.seq = seq
@@ -119,10 +124,17 @@ class PacketReader:
         # until the whole logical payload is here.
         spans = []
         q = p
+        total = 0
         while True:
             if end - q < HEADER_LEN:
                 return None
             length = buf[q] | (buf[q + 1] << 8) | (buf[q + 2] << 16)
+            total += length
+            if total > self.max_payload:
+                raise PacketTooLargeError(
+                    f"the server is sending a payload of more than {self.max_payload} bytes "
+                    f"(the client's max_packet_size): a broken or hostile server, or an event "
+                    f"larger than that (raise ReplicaConfig.max_packet_size to accept it)")
             if end - q - HEADER_LEN < length:
                 return None
             spans.append((q, length))
@@ -201,7 +213,8 @@ def drain_buffered(rfile, sock) -> bytes:
     return b"".join(chunks)
 
 
-def take_over(conn, *, seq: int | None = None, recv_size: int = 1 << 18) -> PacketReader:
+def take_over(conn, *, seq: int | None = None, recv_size: int = 1 << 18,
+              max_payload: int = MAX_REASSEMBLED) -> PacketReader:
     """A :class:`PacketReader` on a logged-in PyMySQL connection's socket (TLS included).
 
     PyMySQL must not read from the connection afterwards; keep *conn* referenced (its
@@ -211,4 +224,4 @@ def take_over(conn, *, seq: int | None = None, recv_size: int = 1 << 18) -> Pack
     if sock is None:
         raise ConnectionLost("the connection is already closed")
     initial = drain_buffered(getattr(conn, "_rfile", None), sock)
-    return PacketReader(sock, initial, seq=seq, recv_size=recv_size)
+    return PacketReader(sock, initial, seq=seq, recv_size=recv_size, max_payload=max_payload)

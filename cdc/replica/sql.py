@@ -5,11 +5,16 @@ resolving an ``earliest``/``latest`` start to a file position.
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any, Callable, NamedTuple
 
-from cdc.errors import ConfigurationError, ServerConfigError, map_server_error
+from cdc.errors import (ConfigurationError, ServerConfigError, ServerConnectionError,
+                        is_transient, map_server_error)
 from cdc.positions import Position, Start, parse_gtid_state
-from cdc.replica.config import ReplicaConfig
+from cdc.replica.config import ReplicaConfig, RetryPolicy
+
+log = logging.getLogger("cdc.replica")
 
 __all__ = ["connect", "mysql_error", "fetch_rows", "SqlSession", "BinlogStatus",
            "binlog_status", "binary_logs", "resolve_start", "BINLOG_STATUS_SQL"]
@@ -54,7 +59,8 @@ def mysql_error(e, config: ReplicaConfig, *, grant: str | None = None) -> Except
     if code is None:
         return e
     msg = e.args[1] if len(e.args) > 1 else str(e)
-    return map_server_error(code, str(msg), user=config.user, where=config.where, grant=grant)
+    return map_server_error(code, str(msg), user=config.user, where=config.where, grant=grant,
+                            password_hint=config.password_hint)
 
 
 def fetch_rows(conn, sql: str, args=None) -> list[tuple]:
@@ -67,16 +73,23 @@ def fetch_rows(conn, sql: str, args=None) -> list[tuple]:
 class SqlSession:
     """One SQL connection, opened by *connect* on first use and opened again when the server
     has dropped it: ``run`` retries the call *retries* times (default once) on a new
-    connection; with ``retries=0`` the error is raised and the next call reconnects. Pickles
-    without the connection."""
+    connection; with ``retries=0`` the error is raised and the next call reconnects. With a
+    *retry* :class:`~cdc.replica.config.RetryPolicy` instead, a call rides out an outage of
+    the server (refused connections, lost ones) with that policy's backoff and budget, logging
+    each retry; *where* names the server in messages. Pickles without the connection."""
 
-    def __init__(self, connect: Callable[[], Any], *, retries: int = 1):
+    def __init__(self, connect: Callable[[], Any], *, retries: int = 1,
+                 retry: RetryPolicy | None = None, where: str = "the server"):
         self._connect = connect
         self.retries = retries
+        self.retry = retry
+        self.where = where
         self.conn = None
 
     def run(self, call: Callable[[Any], Any]) -> Any:
         """``call(connection)``, retried on a fresh connection after a lost one."""
+        if self.retry is not None:
+            return self._run_with_policy(call, self.retry)
         import pymysql
         for attempt in range(self.retries + 1):
             if self.conn is None:
@@ -87,6 +100,48 @@ class SqlSession:
                 self.close()
                 if attempt == self.retries:
                     raise
+        raise AssertionError("unreachable")
+
+    def _once(self, call: Callable[[Any], Any]) -> Any:
+        if self.conn is None:
+            self.conn = self._connect()
+        try:
+            return call(self.conn)
+        except BaseException:
+            self.close()
+            raise
+
+    def _run_with_policy(self, call: Callable[[Any], Any], p: RetryPolicy) -> Any:
+        from tenacity import (Retrying, retry_if_exception, stop_after_attempt,
+                              stop_after_delay, stop_never, wait_exponential_jitter)
+        stop = stop_never
+        if p.max_attempts is not None:
+            stop = stop_after_attempt(p.max_attempts)
+        if p.max_time is not None:
+            stop = stop_after_delay(p.max_time) if stop is stop_never else \
+                stop | stop_after_delay(p.max_time)
+        started = time.monotonic()
+        tries = [0]
+
+        def before_sleep(state) -> None:
+            log.warning("SQL connection to %s failed (attempt %d: %s); retrying in %.1f s",
+                        self.where, state.attempt_number, state.outcome.exception(),
+                        state.next_action.sleep if state.next_action else 0)
+
+        retrying = Retrying(stop=stop, wait=wait_exponential_jitter(
+            multiplier=p.initial_backoff, max=p.max_backoff, jitter=p.jitter),
+            retry=retry_if_exception(is_transient), before_sleep=before_sleep, reraise=True)
+        try:
+            for attempt in retrying:
+                with attempt:
+                    tries[0] += 1
+                    return self._once(call)
+        except Exception as e:
+            if tries[0] > 1 and is_transient(e):
+                raise ServerConnectionError(
+                    f"{self.where} stayed unreachable: {tries[0]} attempts in "
+                    f"{time.monotonic() - started:.1f} s; last error: {e}") from e
+            raise
         raise AssertionError("unreachable")
 
     def query(self, sql: str, args=None) -> list[tuple]:

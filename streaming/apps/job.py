@@ -51,7 +51,10 @@ class JobConfig:
 
 def load_config(path: str | os.PathLike) -> JobConfig:
     """Read and check a job config (TOML); errors name the file and the key to fix."""
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10: the same parser as a package
+        import tomli as tomllib
     where = os.fspath(path)
     try:
         with open(path, "rb") as f:

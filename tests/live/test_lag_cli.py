@@ -141,7 +141,7 @@ def test_lag_errors(mariadb, tmp_path):
     r = subprocess.run([sys.executable, "-c", code, *base[3:], "--plot",
                         str(tmp_path / "x.png")], capture_output=True, text=True, cwd=ROOT,
                        timeout=60)
-    assert r.returncode == 2 and "pip install 'binlog-cdc[plot]'" in r.stderr, r.stderr
+    assert r.returncode == 2 and "pip install matplotlib" in r.stderr, r.stderr
     r = subprocess.run(base + ["--interval", "0"], capture_output=True, text=True, cwd=ROOT,
                        timeout=60)
     assert r.returncode == 2 and "--interval" in r.stderr
