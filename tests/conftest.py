@@ -242,7 +242,7 @@ def mysql84():
 
 ROW_DECODER_MODULES = frozenset({
     "test_types_live", "test_rowcompile", "test_seed_vectors", "test_mysql8_events",
-    "test_parser_robustness",
+    "test_parser_robustness", "test_type_oracle", "test_charsets_live",
 })
 """Test modules whose every test runs once per row decoder (``[c]`` and ``[python]``)."""
 
