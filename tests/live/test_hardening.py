@@ -20,8 +20,9 @@ from streaming.driver import Driver  # noqa: E402
 from streaming.options import SourceOptions  # noqa: E402
 
 from support.fake_source import (BinlogFile, EventBuilder, FakeSource, Table,  # noqa: E402
-                                 make_tls_files, parse_dump)
-from support.mitm import Mitm, make_cert  # noqa: E402
+                                 parse_dump)
+from support.mitm import Mitm  # noqa: E402
+from support.tls import make_cert, make_tls_files  # noqa: E402
 
 PASSWORD = "Mitm-Must-Not-See-This-0"
 

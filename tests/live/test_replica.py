@@ -29,7 +29,9 @@ from cdc.binlog.gtid import GtidSet
 from cdc.positions import Start
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ReplicaConfig, RetryPolicy
-from support.fake_source import (BinlogFile, EventBuilder, FakeSource, Plan, Table, make_tls_files)
+from support.fake_source import BinlogFile, EventBuilder, FakeSource, Plan, Table
+from support.tls import make_tls_files
+from conftest import start_or_skip
 
 N_CHANGES = int(os.environ.get("CDC_TEST_CHANGES", "100000"))
 FAST_RETRY = RetryPolicy(max_attempts=30, max_time=60, initial_backoff=0.1, max_backoff=1.0,
@@ -374,15 +376,8 @@ def private(tmp_path_factory):
     """A MariaDB of this module's own (it gets restarted, purged, reconfigured) with TLS on."""
     base = tmp_path_factory.mktemp("replica-mariadb")
     tls = make_tls_files(base)
-    server = EmbeddedMariaDB(base / "server", extra_options={
-        "ssl_ca": tls["ca"], "ssl_cert": tls["cert"], "ssl_key": tls["key"]})
-    try:
-        server.start()
-    except ConfigurationError as e:
-        server.cleanup()
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set but the MariaDB server is unavailable: {e}", pytrace=False)
-        pytest.skip(f"MariaDB server not available: {e}")
+    server = start_or_skip(EmbeddedMariaDB(base / "server", extra_options={
+        "ssl_ca": tls["ca"], "ssl_cert": tls["cert"], "ssl_key": tls["key"]}))
     server.tls = tls
     try:
         yield server
