@@ -355,22 +355,14 @@ class ReplicaClient:
             raise _Closed()
 
     def _connect_with_retry(self) -> None:
-        from tenacity import (Retrying, retry_if_exception, stop_after_attempt, stop_after_delay,
-                              stop_never, wait_exponential_jitter)
         p = self.config.retry
         first = not self._connected_once
-        stop = stop_never
-        if p.max_attempts is not None:
-            stop = stop_after_attempt(p.max_attempts)
         # The first connection ever: a bounded try (a wrong port is an error), then the policy.
         max_time = p.max_time
         if first:
             budget = p.first_connect_time if p.first_connect_time is not None else \
                 self.config.connect_timeout
             max_time = budget if max_time is None else min(max_time, budget)
-        if max_time is not None:
-            stop = stop_after_delay(max_time) if stop is stop_never else \
-                stop | stop_after_delay(max_time)
         started = time.monotonic()
         attempts = [0]
 
@@ -381,10 +373,8 @@ class ReplicaClient:
                         self.where, state.attempt_number, self.last_connect_failure,
                         state.next_action.sleep if state.next_action else 0)
 
-        retrying = Retrying(stop=stop, wait=wait_exponential_jitter(
-            multiplier=p.initial_backoff, max=p.max_backoff, jitter=p.jitter),
-            retry=retry_if_exception(is_transient), sleep=self._sleep,
-            before_sleep=before_sleep, reraise=True)
+        retrying = p.retrying(max_time=max_time, sleep=self._sleep,
+                              before_sleep=before_sleep)
         try:
             for attempt in retrying:
                 with attempt:

@@ -100,6 +100,27 @@ class RetryPolicy:
     jitter: float = 0.5
     first_connect_time: float | None = None
 
+    def retrying(self, *, max_time: float | None = None, sleep=None, before_sleep=None):
+        """A ``tenacity.Retrying`` of this policy that retries transient errors
+        (:func:`cdc.errors.is_transient`) and re-raises the last one; *max_time* overrides the
+        policy's (e.g. a first connection's shorter budget), *sleep*/*before_sleep* are
+        tenacity's hooks."""
+        from tenacity import (Retrying, retry_if_exception, stop_after_attempt,
+                              stop_after_delay, stop_never, wait_exponential_jitter)
+
+        from cdc.errors import is_transient
+        limit = self.max_time if max_time is None else max_time
+        stop = stop_never
+        if self.max_attempts is not None:
+            stop = stop_after_attempt(self.max_attempts)
+        if limit is not None:
+            stop = stop_after_delay(limit) if stop is stop_never else \
+                stop | stop_after_delay(limit)
+        kw = {"sleep": sleep} if sleep is not None else {}
+        return Retrying(stop=stop, wait=wait_exponential_jitter(
+            multiplier=self.initial_backoff, max=self.max_backoff, jitter=self.jitter),
+            retry=retry_if_exception(is_transient), before_sleep=before_sleep, reraise=True, **kw)
+
 
 #: MySQL's ``ssl-mode`` values, weakest first (see :meth:`SslOptions.from_mode`).
 SSL_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")

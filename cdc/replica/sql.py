@@ -112,14 +112,6 @@ class SqlSession:
             raise
 
     def _run_with_policy(self, call: Callable[[Any], Any], p: RetryPolicy) -> Any:
-        from tenacity import (Retrying, retry_if_exception, stop_after_attempt,
-                              stop_after_delay, stop_never, wait_exponential_jitter)
-        stop = stop_never
-        if p.max_attempts is not None:
-            stop = stop_after_attempt(p.max_attempts)
-        if p.max_time is not None:
-            stop = stop_after_delay(p.max_time) if stop is stop_never else \
-                stop | stop_after_delay(p.max_time)
         started = time.monotonic()
         tries = [0]
 
@@ -128,9 +120,7 @@ class SqlSession:
                         self.where, state.attempt_number, state.outcome.exception(),
                         state.next_action.sleep if state.next_action else 0)
 
-        retrying = Retrying(stop=stop, wait=wait_exponential_jitter(
-            multiplier=p.initial_backoff, max=p.max_backoff, jitter=p.jitter),
-            retry=retry_if_exception(is_transient), before_sleep=before_sleep, reraise=True)
+        retrying = p.retrying(before_sleep=before_sleep)
         try:
             for attempt in retrying:
                 with attempt:
