@@ -11,13 +11,13 @@ import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+from cdc.positions import binlog_file_number
 from cdc.values.types import ABSENT, ColumnDef
 from cdc.errors import SchemaError
 from cdc.binlog.transactions import key_values
 from cdc.values.render import (compile_json_pair_renderer, compile_json_renderer, row_json,
                                to_json_text)
 
-from streaming.offsets import file_number
 from streaming.schema import IDENTITY_TYPES, spark_column
 
 
@@ -125,7 +125,7 @@ class BatchBuilder:
             if prefix is None:   # streaming.offsets.seq without the row index
                 number = self._file_numbers.get(file)
                 if number is None:
-                    number = self._file_numbers[file] = file_number(file)
+                    number = self._file_numbers[file] = binlog_file_number(file)
                 prefix = "%010d:%012d:" % (number, pos)
             tmap = ev.table
             plan = self._plan(tmap)

@@ -15,13 +15,13 @@ Spark compares offsets by their JSON text. Offsets order by (file number, positi
 
 from __future__ import annotations
 
-from cdc.positions import binlog_file_number as file_number
+from cdc.positions import binlog_file_number
 
-__all__ = ["seq", "file_number"]
+__all__ = ["seq"]
 
 
 def seq(file: str, pos: int, row: int) -> str:
     """A string that orders every row change totally: the binlog file number, the transaction's
     start position and the row's index within the transaction, zero-padded
     (``"0000000003:000000012345:0000000007"``)."""
-    return "%010d:%012d:%010d" % (file_number(file), pos, row)
+    return "%010d:%012d:%010d" % (binlog_file_number(file), pos, row)

@@ -199,7 +199,7 @@ class FileBatchReader(DataSourceReader):
 class BinlogChunk(InputPartition):
     """Read transactions of ``file`` from ``start`` to ``end`` (a transaction boundary, or the
     file size: up to the file's end). ``skip_gtids``: a MySQL GTID set whose transactions are
-    not delivered (the batch start's set; see :func:`_mysql_skip_set`)."""
+    not delivered (the batch start's set; see :func:`streaming.planning.mysql_skip_set`)."""
 
     def __init__(self, index: int, file: str, start: int, end: int, to_file_end: bool,
                  skip_gtids: str | None = None):
