@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+
 from cdc.binlog.constants import ColumnType as T
 from cdc.binlog.wire import bits_set, bits_set_msb, read_lenenc, read_lenenc_bytes
 from cdc.errors import TruncatedEventError
 from cdc.rows.decode import RowPlans
-from cdc.values.charsets import make_text_decoder
-from cdc.values.types import ColumnDef, TypeInfo, type_info
+from cdc.values.charsets import STORED_BYTES_COLLATION, make_text_decoder
+from cdc.values.types import TYPES, ColumnDef, TypeInfo, type_info
 
 # Optional metadata field types (binlog_row_metadata=MINIMAL/FULL)
 SIGNEDNESS = 1
@@ -71,6 +73,20 @@ class TableMap:
             if col.name is None:
                 col.name = name
         self.row_plans = RowPlans(self)
+
+    def with_stored_text(self) -> "TableMap":
+        """A copy whose text columns (CHAR, VARCHAR, TEXT) decode to the bytes the binlog holds,
+        unconverted and unpadded (:data:`~cdc.values.charsets.STORED_BYTES_COLLATION`): for
+        output that prints the stored bytes, as ``mysqlbinlog -v`` does. In some character sets
+        two byte sequences decode to one character, so text cannot be encoded back."""
+        columns = []
+        for c in self.columns:
+            c = copy.copy(c)
+            if TYPES[c.real_type].character:
+                c.collation = STORED_BYTES_COLLATION
+            columns.append(c)
+        return TableMap(self.table_id, self.flags, self.schema, self.table, columns,
+                        list(self.primary_key), self.has_optional_metadata)
 
     def same_shape(self, other: "TableMap") -> bool:
         return (self.schema == other.schema and self.table == other.table

@@ -9,6 +9,7 @@ import sys
 from cdc.binlog.events import (Event, FormatDescriptionEvent, GtidEvent, MariaGtidEvent, QueryEvent,
                      RotateEvent, RowsEvent, RowsQueryEvent, TableMapEvent, XidEvent)
 from cdc.binlog.files import DEFAULT_CHARSET, BinlogFileReader
+from cdc.cache import BoundedCache
 from cdc.cli.args import patterns
 from cdc.cli.changes import change_json
 from cdc.values.render import mysqlbinlog_rows
@@ -39,6 +40,19 @@ def _describe(ev: Event) -> str:
     return ev.type_name + " " + ", ".join(f"{k}={v}" for k, v in ev.fields().items())
 
 
+_STORED_TEXT = BoundedCache(256)     # id(table map) -> (table map, its with_stored_text copy)
+
+
+def _stored_text_table(tmap):
+    hit = _STORED_TEXT.get(id(tmap))
+    if hit is None or hit[0] is not tmap:
+        hit = (tmap, tmap.with_stored_text())
+        if len(_STORED_TEXT) >= _STORED_TEXT.limit:
+            _STORED_TEXT.clear()
+        _STORED_TEXT[id(tmap)] = hit
+    return hit[1]
+
+
 def _print_text(ev: Event, out, table_filter) -> None:
     out.write(f"# at {ev.pos}\n#{_ts(ev.timestamp)} server id {ev.server_id}  end_log_pos "
               f"{ev.end_pos} \t{_describe(ev)}\n")
@@ -47,7 +61,10 @@ def _print_text(ev: Event, out, table_filter) -> None:
             return
         out.flush()
         buf = out.buffer if hasattr(out, "buffer") else None
-        lines = mysqlbinlog_rows(ev.kind, ev.table, ev.rows)
+        # text columns as the bytes the binlog stores, like mysqlbinlog -v (not re-encoded: in
+        # some character sets two byte sequences decode to one character)
+        table = _stored_text_table(ev.table)
+        lines = mysqlbinlog_rows(ev.kind, table, ev.decode_rows(table))
         if buf is not None:
             buf.write(b"\n".join(lines) + b"\n")
             buf.flush()

@@ -20,6 +20,10 @@ from cdc.values.charset_tables import MULTI_BYTE, NOT_A_CODE, SINGLE_BYTE
 from cdc.values.kinds import InvalidText
 
 BINARY_COLLATION = 63
+#: Not a server collation: text decoded to the bytes stored in the binlog, unchanged (never
+#: padded, never converted) -- what output printing the binlog's own bytes (``mysqlbinlog -v``
+#: style) decodes text columns with. Its character set is ``binary``.
+STORED_BYTES_COLLATION = 1024 + BINARY_COLLATION
 
 # charset name -> Python codec (None: binary, keep bytes); the single-byte and East Asian sets:
 # "mysql_<name>", the server's tables (registered below)
@@ -46,6 +50,7 @@ _EXPLICIT = {
     81: "cp852", 82: "swe7", 83: "utf8mb3", 84: "big5", 85: "euckr", 86: "gb2312", 87: "gbk",
     88: "sjis", 89: "tis620", 90: "ucs2", 91: "ujis", 92: "geostd8", 93: "geostd8", 94: "latin1",
     95: "cp932", 96: "cp932", 97: "eucjpms", 98: "eucjpms", 99: "cp1250",
+    STORED_BYTES_COLLATION: "binary",
 }
 
 # (first id, last id, charset) — Unicode (UCA) collation blocks. MariaDB's blocks run a little

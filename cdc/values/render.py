@@ -32,7 +32,7 @@ from operator import itemgetter
 
 from cdc.binlog.constants import ColumnType as T
 from cdc.cache import BoundedCache
-from cdc.values.charsets import codec_of
+from cdc.values.charsets import BINARY_COLLATION, codec_of
 from cdc.values.jsonb.text import json_to_text, time_text
 from cdc.values.kinds import ABSENT, Geometry, InvalidTemporal, InvalidText
 from cdc.values.types import ColumnDef
@@ -321,7 +321,7 @@ def mysqlbinlog_value(v, col: ColumnDef) -> bytes:
     if rt == T.VECTOR:
         return _quoted(struct.pack("<%df" % len(v), *v))
     if isinstance(v, bytes):
-        if rt == T.STRING:
+        if rt == T.STRING and col.collation == BINARY_COLLATION:
             v = v.rstrip(b"\0")  # the binlog stores BINARY(n) without its padding
         return _quoted(v)
     if isinstance(v, str):

@@ -437,13 +437,9 @@ def spark_lazy(request):
 
 
 #: Known wrong values, open defects (strict: a fix makes these tests fail until removed here).
-_TEXT_REENCODED = ("the decode text output re-encodes decoded text instead of printing the "
-                   "stored bytes; in this charset two byte sequences decode to one character")
 _EMOJI_ENUM = ("without binlog_row_metadata=FULL the ENUM/SET members come from "
                "information_schema, which MariaDB stores as utf8mb3: a 4-byte member reads '?'")
 KNOWN_DEFECTS = {
-    **{("FULL", f"charset-{cs}", "text"): _TEXT_REENCODED
-       for cs in ("armscii8", "big5", "cp932", "eucjpms", "latin2", "sjis", "tis620", "ujis")},
     **{(level, "types", source): _EMOJI_ENUM
        for level, source in (("MINIMAL", "replica"), ("MINIMAL", "spark-stream-json"),
                              ("NO_LOG", "replica"), ("NO_LOG", "spark-stream-json"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -206,3 +207,38 @@ def test_mysqlbinlog_json_is_json_text():
     doc = {"a": [1, True], "o": JsonOpaque(b"\x01", 252)}
     assert mysqlbinlog_value(doc, col) == (
         b"'{\"a\": [1, true], \"o\": \"base64:type252:AQ==\"}'")
+
+
+# --- decode's text output prints the stored bytes ------------------------------------------------
+
+SJIS, UTF16LE = 13, 56
+
+
+@pytest.mark.parametrize("decoder", ["python", "c"])
+def test_text_output_prints_the_stored_bytes_not_re_encoded_text(tmp_path, decoder):
+    """mysqlbinlog -v prints a text column's stored bytes. Decoding to str and encoding back
+    cannot give them: sjis 81 20 (no character) decodes to '?' + ' ', and a CHAR in utf16le
+    ending in a 00 byte must not lose it as if it were BINARY padding."""
+    if decoder == "c" and not B.c_decoder_available():
+        pytest.skip("compiled decoder not built")
+    optional = (_field(3, lenenc(SJIS) + lenenc(UTF16LE) + lenenc(63))
+                + _field(4, _names("s", "u", "b")))
+    types = bytes((T.STRING, T.STRING, T.STRING))
+    meta = bytes((T.STRING, 20, T.STRING, 20, T.STRING, 4))
+    tm = table_map_body(7, "db", "t", types, meta, b"\x07", optional)
+    rows = b"\x00" + b"".join(lenenc(len(v)) + v for v in (b"\x81\x20x", b"A\x00", b"ab"))
+    data = binlog_file([event(15, FDE_8020[19:-4]),
+                        event(EventType.QUERY, query_body("BEGIN", "db")),
+                        event(EventType.TABLE_MAP, tm),
+                        event(EventType.WRITE_ROWS, rows_v2_body(7, 3, rows)),
+                        event(EventType.XID, xid_body(9))])
+    path = tmp_path / "bin.000001"
+    path.write_bytes(data)
+    (ev,) = [e for e in iter_events(data, row_decoder=decoder)
+             if e.header[1] == EventType.WRITE_ROWS]
+    assert ev.decode_rows() == [("? x", "A", b"ab\0\0")]     # the values: decoded, BINARY padded
+    res = subprocess.run([sys.executable, "-m", "cdc", "decode", str(path)], capture_output=True,
+                         timeout=60, env={**os.environ, "BINLOG_CDC_DECODER": decoder})
+    assert res.returncode == 0, res.stderr
+    lines = [l for l in res.stdout.splitlines() if l.startswith(b"###   @")]
+    assert lines == [b"###   @1='\x81 x'", b"###   @2='A\\x00'", b"###   @3='ab'"]

@@ -76,22 +76,26 @@ class RowsEvent(Event):
             self._rows = self.decode_rows()
         return self._rows
 
-    def decode_rows(self) -> list:
+    def decode_rows(self, table=None) -> list:
         """The rows, as :attr:`rows`, decoded afresh and not kept on the event: a consumer that
-        walks a large transaction once holds one event's decoded rows at a time.
+        walks a large transaction once holds one event's decoded rows at a time. *table*: decode
+        with this description of the event's table instead (e.g.
+        :meth:`~cdc.binlog.tablemap.TableMap.with_stored_text`).
 
         Row images that do not decode raise a :class:`~cdc.errors.ParseError` (most often
         :class:`~cdc.errors.TruncatedEventError`) naming the table, the row, the column and this
         event's file and position."""
-        if self._rows is not None:
-            return self._rows
-        if self.table is None:
+        if table is None:
+            if self._rows is not None:
+                return self._rows
+            table = self.table
+        if table is None:
             raise SchemaError(
                 f"rows event for table id {self.table_id} has no TABLE_MAP before it (at file "
                 f"{self.file}, position {self.pos}); start reading at a transaction boundary (a "
                 f"GTID/BEGIN event), not mid-transaction")
         try:
-            return decode_images(self.table, self.kind, self._data, self._start, self._present,
+            return decode_images(table, self.kind, self._data, self._start, self._present,
                                  self._present_after, self.partial, self.row_decoder)
         except ParseError as e:
             if e.file is None and e.position is None and (self.file or self.pos is not None):
