@@ -180,3 +180,58 @@ def test_changed_table_is_a_schema_error(old_server):
     msg = str(e.value)
     assert "altered.a" in msg and "position" in msg and "(INT, VARCHAR)" in msg
     assert "w int" in msg.lower()
+
+
+def test_enum_set_members_with_4_byte_characters(old_server, caplog):
+    """information_schema (and SHOW CREATE TABLE) show a member with a 4-byte character as '?'
+    (utf8mb3 metadata): the members are read from the server's values instead -- on MariaDB
+    through TYPE OF variables even when no row holds them any more; where that statement is not
+    available (MySQL), from rows that hold them, and a member no row holds is a warning."""
+    from cdc.replica.metadata import read_columns
+
+    db = "emoji"
+    old_server.execute(f"CREATE DATABASE `{db}`")
+    old_server.execute("CREATE TABLE e (id INT PRIMARY KEY, "
+                       "e ENUM('a😀', '?', 'b''q', 'ü𝄞') CHARACTER SET utf8mb4, "
+                       "s SET('x😀', 'y', '🐍z') CHARACTER SET utf8mb4)", database=db)
+    start = Start.at(*old_server.current_position())
+    old_server.execute("INSERT INTO e VALUES (1, 'a😀', 'x😀,🐍z'), (2, '?', 'y'), "
+                       "(3, 'ü𝄞', '🐍z')", database=db)
+    old_server.execute("DELETE FROM e WHERE id IN (1, 3)", database=db)   # no row holds them now
+    conn = old_server.connect()
+
+    def query(sql, args):
+        with conn.cursor() as cur:
+            cur.execute(sql, args)
+            return cur.fetchall()
+    try:
+        # the premise: information_schema has lost the characters
+        raw = query("SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
+                    "AND TABLE_NAME = 'e' AND COLUMN_NAME = 'e'", (db,))
+        assert raw[0][0] == "enum('a?','?','b''q','ü?')"
+        cols = {c.name: c for c in read_columns(query, db, "e")}
+        assert cols["e"].members == ["a😀", "?", "b'q", "ü𝄞"]
+        assert cols["s"].members == ["x😀", "y", "🐍z"]
+
+        # without TYPE OF variables (MySQL): rows holding the members, the rest a warning
+        from cdc.errors import CdcError
+
+        def no_compound(sql, args):
+            if "NOT ATOMIC" in sql:
+                raise CdcError("syntax")
+            return query(sql, args)
+        old_server.execute("INSERT INTO e VALUES (4, 'ü𝄞', 'x😀,y')", database=db)
+        caplog.clear()
+        cols = {c.name: c for c in read_columns(no_compound, db, "e")}
+        assert cols["e"].members == ["a?", "?", "b'q", "ü𝄞"]
+        assert cols["s"].members == ["x😀", "y", "?z"]
+        warned = " ".join(r.getMessage() for r in caplog.records)
+        assert "'a?'" in warned and "'?z'" in warned and "binlog_row_metadata=FULL" in warned
+    finally:
+        conn.close()
+
+    client = _client(old_server, start)
+    changes = [c for tx in client.transactions() for c in tx.changes() if c.table == "e"]
+    client.close()
+    assert [(c.op, c.after or c.before) for c in changes][:3] == [
+        ("c", (1, "a😀", "x😀,🐍z")), ("c", (2, "?", "y")), ("c", (3, "ü𝄞", "🐍z"))]

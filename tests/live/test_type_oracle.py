@@ -437,14 +437,7 @@ def spark_lazy(request):
 
 
 #: Known wrong values, open defects (strict: a fix makes these tests fail until removed here).
-_EMOJI_ENUM = ("without binlog_row_metadata=FULL the ENUM/SET members come from "
-               "information_schema, which MariaDB stores as utf8mb3: a 4-byte member reads '?'")
-KNOWN_DEFECTS = {
-    **{(level, "types", source): _EMOJI_ENUM
-       for level, source in (("MINIMAL", "replica"), ("MINIMAL", "spark-stream-json"),
-                             ("NO_LOG", "replica"), ("NO_LOG", "spark-stream-json"),
-                             ("NO_LOG", "spark-stream-typed"))},
-}
+KNOWN_DEFECTS: dict = {}
 
 
 @pytest.mark.parametrize("workload,group,source", CASES, indirect=["workload"], scope="module")

@@ -213,7 +213,7 @@ def test_information_schema_fills_the_table_map_and_checks_its_shape():
         calls.append(args)
         return [(s.name, s.data_type, s.column_type, s.precision,
                  "latin1" if s.collation else None, "PRI" if s.primary_key else "",
-                 s.collation) for s in server]
+                 s.collation, None, None, None, "YES") for s in server]
     meta = TableMetadata(query)
     meta.complete(tmap, file="f", position=4)
     meta.complete(tmap, file="f", position=4)
