@@ -9,6 +9,10 @@
 
 Ctrl-C (or SIGTERM) stops cleanly with exit code 0 and prints, on stderr, the options that
 resume right after the last transaction printed in full.
+
+Only committed transactions are printed: tail holds a transaction's binlog events (their
+row images undecoded, about the transaction's size in the binlog) until its commit, then
+decodes, renders and writes its row changes a chunk at a time (:func:`write_changes`).
 """
 
 from __future__ import annotations
