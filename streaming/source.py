@@ -215,6 +215,12 @@ class BinlogChunk(InputPartition):
         return f"BinlogChunk({self.index}, {self.file}, {self.start}..{self.end})"
 
 
+def read_past_file_end(read_to, chunk: BinlogChunk) -> bool:
+    """Whether a dump that got to *read_to* (:attr:`ReplicaClient.read_to`) sent all of the
+    chunk's file: its last event, or events of a later file."""
+    return read_to is not None and (read_to[0] != chunk.file or read_to[1] >= chunk.end)
+
+
 class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """See the module docstring. Driver state is created lazily and never pickled."""
 
@@ -485,9 +491,12 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         reached = True
                         break
                 else:
-                    # the end of the binlog: a chunk to the end of a file ends there too
-                    reached = chunk.to_file_end or (client.position is not None and
-                                                    client.position.file != chunk.file)
+                    # The dump ended: at the end of the binlog, or early (a source shutting down
+                    # ends a non-blocking dump with the same EOF). A chunk up to the end of its
+                    # (closed) file ends there only if the dump did send that end.
+                    reached = (client.position is not None and
+                               client.position.file != chunk.file) or \
+                        (chunk.to_file_end and read_past_file_end(client.read_to, chunk))
             except BinlogPurgedError as e:
                 if opts.fail_on_data_loss:
                     raise BinlogPurgedError(f"{chunk}: {e} (set failOnDataLoss=false to skip "

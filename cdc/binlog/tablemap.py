@@ -6,7 +6,7 @@ import copy
 
 from cdc.binlog.constants import ColumnType as T
 from cdc.binlog.wire import bits_set, bits_set_msb, read_lenenc, read_lenenc_bytes
-from cdc.errors import TruncatedEventError
+from cdc.errors import ParseError, TruncatedEventError
 from cdc.rows.decode import RowPlans
 from cdc.values.charsets import STORED_BYTES_COLLATION, make_text_decoder
 from cdc.values.types import TYPES, ColumnDef, TypeInfo, type_info
@@ -25,6 +25,9 @@ ENUM_AND_SET_DEFAULT_CHARSET = 10
 ENUM_AND_SET_COLUMN_CHARSET = 11
 COLUMN_VISIBILITY = 12
 VECTOR_DIMENSIONALITY = 13
+
+# The most columns a MySQL or MariaDB table has (their MAX_FIELDS; hidden columns count too).
+MAX_COLUMNS = 4096
 
 
 class TableMap:
@@ -99,6 +102,10 @@ class TableMap:
 def decode_table_map(body, post_header_len: int, mariadb: bool = False) -> TableMap:
     """Decode a TABLE_MAP body (after the common header, checksum removed).
 
+    What it allocates stays proportional to the body: a column count larger than the bytes
+    left (each column has a type byte) raises :class:`~cdc.errors.TruncatedEventError`, one
+    over :data:`MAX_COLUMNS` a :class:`~cdc.errors.ParseError`, before any column is built.
+
     *mariadb*: the binlog comes from MariaDB, which lists GEOMETRY columns among the character
     columns of the charset metadata (MySQL does not).
     """
@@ -124,9 +131,17 @@ def _decode(body, post_header_len: int, mariadb: bool) -> TableMap:
     table = bytes(body[pos + 1:pos + 1 + n]).decode("utf-8", "replace")
     pos += 2 + n
     ncols, pos = read_lenenc(body, pos)
+    # Before anything per column is built (~200 bytes of objects each): the count must fit.
+    if ncols > len(body) - pos:
+        raise TruncatedEventError(
+            f"TABLE_MAP of {schema}.{table} claims {ncols} columns but only "
+            f"{max(0, len(body) - pos)} bytes follow its column count (one type byte per "
+            f"column): the event is corrupt")
+    if ncols > MAX_COLUMNS:
+        raise ParseError(
+            f"TABLE_MAP of {schema}.{table} has {ncols} columns; MySQL and MariaDB tables have "
+            f"at most {MAX_COLUMNS}: the event is corrupt (or not from a MySQL/MariaDB server)")
     types = bytes(body[pos:pos + ncols])
-    if len(types) != ncols:
-        raise TruncatedEventError("TABLE_MAP column types run past the end of the event")
     pos += ncols
     meta_len, pos = read_lenenc(body, pos)
     meta_end = pos + meta_len

@@ -9,6 +9,10 @@
 
 Ctrl-C (or SIGTERM) stops cleanly with exit code 0 and prints, on stderr, the options that
 resume right after the last transaction printed in full.
+
+Only committed transactions are printed: tail holds a transaction's binlog events (their
+row images undecoded, about the transaction's size in the binlog) until its commit, then
+decodes, renders and writes its row changes a chunk at a time (:func:`write_changes`).
 """
 
 from __future__ import annotations
@@ -74,6 +78,36 @@ def change_text(change) -> str:
     return f"{_ts(tx.timestamp)} {op} {change.schema}.{change.table} [{where}] {' '.join(images)}"
 
 
+# Rendered text written at a time: bounds tail's memory by a transaction's events (which it
+# holds until the commit, to print only committed changes), not by their rendering.
+CHUNK_CHARS = 1 << 16
+
+
+def write_changes(out, tx, render) -> int:
+    """Render *tx*'s row changes and write them, one line each, about :data:`CHUNK_CHARS` of
+    text at a time (rows are decoded one rows event at a time: see
+    :meth:`~cdc.binlog.events.rows.RowsEvent.decode_rows`); flush at the end. Returns the
+    number of lines."""
+    chunk: list[str] = []
+    size = count = 0
+    for change in tx.changes():
+        line = render(change)
+        chunk.append(line)
+        size += len(line) + 1
+        if size >= CHUNK_CHARS:
+            chunk.append("")
+            out.write("\n".join(chunk))
+            count += len(chunk) - 1
+            chunk, size = [], 0
+    if chunk:
+        chunk.append("")
+        out.write("\n".join(chunk))
+        count += len(chunk) - 1
+    if count:
+        out.flush()
+    return count
+
+
 def _interrupt() -> None:
     raise KeyboardInterrupt
 
@@ -89,10 +123,7 @@ def run_tail(args) -> int:
         with on_sigterm(_interrupt):
             for tx in client.transactions():
                 printed = False
-                lines = [render(ch) for ch in tx.changes()]
-                if lines:
-                    out.write("\n".join(lines) + "\n")
-                    out.flush()
+                write_changes(out, tx, render)
                 printed = True
     except KeyboardInterrupt:
         pass

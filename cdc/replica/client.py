@@ -105,6 +105,7 @@ class ReplicaClient:
         self.checksum: ChecksumAlg | None = None
         self._position = self.start.position()
         self._previous_position: Position | None = None
+        self._read_to: tuple[str | None, int] | None = None
         self._last_commit_ts: int | None = None
         self._caught_up = False
 
@@ -139,6 +140,16 @@ class ReplicaClient:
     def previous_position(self) -> Position | None:
         """Right before the last transaction yielded (resume here to get it again)."""
         return self._previous_position
+
+    @property
+    def read_to(self) -> tuple[str | None, int] | None:
+        """(file, end position) of the last event the current dump delivered (None before the
+        first one with a position): how far the source sent the binlog, past
+        :attr:`position` when events other than transactions (a ROTATE closing a file, a
+        transaction cut off by the end of the dump) came after the last one. A non-blocking
+        dump ends with the same EOF at the end of the binlog and when the source shuts down;
+        this tells the two apart for a reader that knows where a file ends."""
+        return self._read_to
 
     @property
     def lag_seconds(self) -> float | None:
@@ -283,6 +294,9 @@ class ReplicaClient:
             head = payload[0] if payload else -1
             if head == 0:
                 events = parser.feed_event(memoryview(payload)[1:])
+                last = events[-1]
+                if last.end_pos and type(last) is not HeartbeatEvent:
+                    self._read_to = (last.file, last.end_pos)
             elif head == 0xFF:
                 raise self._dump_error(payload)
             elif is_eof(payload):
@@ -500,6 +514,7 @@ class ReplicaClient:
         if first[:1] == b"\xff":
             raise self._dump_error(first)
         self._pending = [first]
+        self._read_to = None
         self._last_packet_mono = time.monotonic()
         self.source_alive_at = time.time()
         self._parser = BinlogParser(**self._parser_options(start))

@@ -1,0 +1,128 @@
+"""A Spark task reading a closed binlog file "to its end" whose dump ends early.
+
+A task's dump is non-blocking: the source ends it with an EOF packet at the end of the binlog
+-- and also when it shuts down, wherever the dump is.  For a chunk that reads a file that is
+not the last one up to its end (``to_file_end``), the EOF of a shutdown in the middle of the
+file must not count as "the end of the file was reached": the rest of the file would be
+skipped, its transactions lost.  (The chunk up to a transaction boundary is covered by
+tests/live/test_hardening.py::test_a_task_whose_dump_ends_before_the_chunk_end_reads_on.)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from cdc.replica.client import ReplicaClient  # noqa: E402
+from cdc.replica.config import ReplicaConfig  # noqa: E402
+from streaming.options import SourceOptions  # noqa: E402
+from support.fake_source import BinlogFile, EventBuilder, FakeSource, Table, parse_dump  # noqa: E402
+
+
+class EndsEarlyOnce(FakeSource):
+    """A MySQL 8.4 fake whose first dump ends (EOF, as at a shutdown) after its first *cut*
+    events; later dumps are whole."""
+
+    cut = 2 + 5 * 2 + 2                      # ROTATE, FDE, two transactions, half a third
+
+    def _dump(self, sock, pkt, plan) -> None:
+        if len(self.got.dumps) > 1:
+            return super()._dump(sock, pkt, plan)
+        _, stream = self._dump_stream(pkt)
+        seq = 1
+        for ev in stream[:self.cut]:
+            seq = self._send(sock, seq, b"\x00" + ev)
+        self._send(sock, seq, b"\xfe\x00\x00\x02\x00")
+
+
+def _files(b, t, uuid, *, rotate: bool = True) -> list[BinlogFile]:
+    """binlog.000001 (five transactions; closed by a ROTATE, or, rotate=False, by nothing: a
+    server crash) and binlog.000002 (one transaction)."""
+    one = BinlogFile.build("binlog.000001", [b.fde(), b.previous_gtids("")],
+                           [(f"{uuid}:{g}", b.transaction(g, t, [(g, f"row {g}")], 100 + g))
+                            for g in range(1, 6)],
+                           rotate_to="binlog.000002" if rotate else None, builder=b)
+    two = BinlogFile.build("binlog.000002", [b.fde(), b.previous_gtids(f"{uuid}:1-5")],
+                           [(f"{uuid}:6", b.transaction(6, t, [(6, "row 6")], 106))])
+    return [one, two]
+
+
+def _reader(src):
+    from streaming.schema import JSON_SCHEMA
+    from streaming.source import BinlogStreamReader
+    opts = SourceOptions.parse({"host": "127.0.0.1", "port": str(src.port), "user": src.user,
+                                "password": src.password, "serverId": "500",
+                                "maxRetries": "5"},
+                               streaming=True)
+    return BinlogStreamReader(opts, JSON_SCHEMA, None)
+
+
+@pytest.mark.parametrize("rotate", [True, False], ids=["rotated", "crashed"])
+def test_a_to_file_end_task_whose_dump_ends_mid_file_reads_on(caplog, rotate):
+    from streaming.source import BinlogChunk
+
+    b, t = EventBuilder(), Table()
+    uuid = b.uuid
+    one, two = _files(b, t, uuid, rotate=rotate)
+    start = one.events()[2][0]                             # the first transaction
+    with EndsEarlyOnce([one, two]) as src:
+        reader = _reader(src)
+        with caplog.at_level("WARNING", logger="binlog_cdc.spark"):
+            txs = list(reader._chunk_transactions(
+                BinlogChunk(0, "binlog.000001", start, one.size, True)))
+        assert [tx.gtid for tx in txs] == [f"{uuid}:{g}" for g in range(1, 6)]   # each once
+        assert [parse_dump(d)["pos"] for d in src.got.dumps] == [start, one.end_of(f"{uuid}:2")]
+    assert any("before the planned end" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("rotate", [True, False], ids=["rotated", "crashed"])
+def test_a_to_file_end_task_that_reads_the_whole_file_needs_one_dump(rotate):
+    """The control: the end of a closed file is recognised whether it ends with a ROTATE or
+    with nothing (the next file's transactions, or the end of the binlog, come after it)."""
+    from streaming.source import BinlogChunk
+
+    b, t = EventBuilder(), Table()
+    uuid = b.uuid
+    one, two = _files(b, t, uuid, rotate=rotate)
+    start = one.events()[2][0]
+    for files in ([one, two], [one, BinlogFile.build("binlog.000002", two.header, [])]):
+        with FakeSource(files) as src:
+            txs = list(_reader(src)._chunk_transactions(
+                BinlogChunk(0, "binlog.000001", start, one.size, True)))
+            assert [tx.gtid for tx in txs] == [f"{uuid}:{g}" for g in range(1, 6)]
+            assert len(src.got.dumps) == 1
+
+
+def _client(src, start) -> ReplicaClient:
+    return ReplicaClient(ReplicaConfig("127.0.0.1", src.port, src.user, src.password,
+                                       server_id=501), start=start, blocking=False)
+
+
+def test_the_client_says_how_far_the_dump_read():
+    """ReplicaClient.read_to: the file and end of the last event the dump delivered -- past
+    the last transaction yielded when the dump ended inside a transaction."""
+    b, t = EventBuilder(), Table()
+    uuid = b.uuid
+    one, two = _files(b, t, uuid)
+    start = f"binlog.000001:{one.events()[2][0]}"
+    with FakeSource([one, two]) as src:
+        client = _client(src, start)
+        try:
+            seen = [(tx.gtid, client.read_to) for tx in client.transactions()]
+        finally:
+            client.close()
+    assert seen[0] == (f"{uuid}:1", ("binlog.000001", one.end_of(f"{uuid}:1")))
+    assert seen[4] == (f"{uuid}:5", ("binlog.000001", one.end_of(f"{uuid}:5")))
+    assert seen[5] == (f"{uuid}:6", ("binlog.000002", two.end_of(f"{uuid}:6")))
+    assert client.read_to == ("binlog.000002", two.size)
+    with EndsEarlyOnce([one, two]) as src:
+        client = _client(src, start)
+        try:
+            assert [tx.gtid for tx in client.transactions()] == [f"{uuid}:1", f"{uuid}:2"]
+        finally:
+            client.close()
+    third = [off for off, _, g in one.events() if g == f"{uuid}:3"]
+    # the dump stopped after the third transaction's first two events (GTID, QUERY BEGIN)
+    assert client.position.pos == one.end_of(f"{uuid}:2") == third[0]
+    assert client.read_to == ("binlog.000001", third[2])
