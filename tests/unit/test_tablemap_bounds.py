@@ -172,3 +172,20 @@ def test_any_huge_count_raises_a_parse_error_and_allocates_little(count, tail, d
     e, peak = _peak(_read_file, _file(_head(count_bytes) + tail), decoder)
     assert isinstance(e, ParseError) and (e.file, e.position) == (FILE, TABLE_MAP_POS)
     assert peak < 256 << 10, f"{peak} bytes allocated"
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+@pytest.mark.parametrize("count, kind", [(2_000_000, EventType.WRITE_ROWS),
+                                         (2_000_000, EventType.UPDATE_ROWS),
+                                         (4097, EventType.DELETE_ROWS)])
+def test_a_rows_event_claiming_millions_of_columns_is_refused_before_expanding_them(
+        decoder, count, kind):
+    """A rows event's column count is checked before its column bitmaps are expanded: 250 KB of
+    bitmap claiming 2 million columns used to build a 2-million-entry tuple per image."""
+    bitmap = b"\xff" * ((count + 7) // 8)
+    body = (b"\x5a\x00\x00\x00\x00\x00" + b"\x01\x00" + b"\x02\x00" + lenenc(count) + bitmap
+            + (bitmap if kind == EventType.UPDATE_ROWS else b""))
+    data = binlog_file([FDE_8020, event(kind, body)])
+    err, peak = _peak(_read_file, data, decoder)
+    assert "claims %d columns" % count in str(err) and "corrupt" in str(err)
+    assert peak < 4 * len(data) + (2 << 20), peak

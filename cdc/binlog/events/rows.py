@@ -10,7 +10,7 @@ from __future__ import annotations
 from cdc.binlog.constants import DELETE_TYPES, UPDATE_TYPES, WRITE_TYPES, EventType
 from cdc.binlog.events.base import Event, new_event, register
 from cdc.binlog.events.payload import maria_uncompress
-from cdc.binlog.tablemap import decode_table_map
+from cdc.binlog.tablemap import MAX_COLUMNS, decode_table_map
 from cdc.binlog.wire import read_lenenc
 from cdc.errors import ParseError, SchemaError, TruncatedEventError
 from cdc.rows.decode import decode_images, present_columns
@@ -172,7 +172,13 @@ def _rows(h, body, ctx):
         p += 1
     else:
         ncols, p = read_lenenc(body, p)
-    nbytes = (ncols + 7) >> 3
+    nbytes = (ncols + 7) >> 3 if ncols is not None else 0
+    if ncols is None or ncols > MAX_COLUMNS or \
+            p + nbytes * (2 if kind == "update" else 1) > len(body):
+        # checked before the column bitmaps are expanded (a few bytes may claim millions)
+        raise TruncatedEventError(
+            f"rows event claims {ncols} columns (at most {MAX_COLUMNS}, and one bitmap bit per "
+            f"column must follow): the event is corrupt")
     ev._present = present_columns(bytes(body[p:p + nbytes]), ncols)
     p += nbytes
     if kind == "update":

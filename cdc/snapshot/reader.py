@@ -1,0 +1,126 @@
+"""Reading one snapshot chunk: the rows of ``after < key <= upto`` under a consistent snapshot
+of their own, with the binlog position that snapshot corresponds to.
+
+Each chunk is one short transaction (``START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY``
+... ``COMMIT``): no lock, no transaction held across chunks, only SELECT needed. The position:
+
+* MariaDB reports where the snapshot stands in the binlog (``binlog_snapshot_file`` /
+  ``binlog_snapshot_position``): the chunk holds exactly the transactions committed before it
+  (``exact``);
+* elsewhere the binlog end read just before the transaction starts: the chunk holds every
+  transaction before it and maybe a few after it (not ``exact``).
+
+Rows arrive as the server stores them (no client conversion) and are converted by
+:func:`cdc.snapshot.values.row_converter` into the values the binlog decoder gives.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, NamedTuple, Sequence
+
+from cdc.errors import CdcError
+from cdc.positions import Position
+from cdc.replica.config import ReplicaConfig
+from cdc.replica.sql import binlog_status, connect, mysql_error
+from cdc.snapshot.plan import SnapshotTable, quote_name, range_condition
+from cdc.snapshot.values import CONNECT_KWARGS, SESSION_SQL, row_converter, select_list
+
+__all__ = ["ChunkPosition", "SnapshotChunkReader", "connect_for_snapshot"]
+
+
+class ChunkPosition(NamedTuple):
+    """The binlog position a chunk's snapshot corresponds to."""
+
+    position: Position
+    exact: bool          # True: exactly the transactions before it; False: those and maybe more
+
+
+def connect_for_snapshot(config: ReplicaConfig):
+    """A connection for reading chunks: the source's settings (TLS, account), unbuffered rows,
+    values unconverted."""
+    import pymysql.cursors
+    conn = connect(config, cursorclass=pymysql.cursors.SSCursor, **CONNECT_KWARGS)
+    try:
+        with conn.cursor() as cur:
+            for sql in SESSION_SQL:
+                cur.execute(sql)
+            cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    except Exception:
+        conn.close()
+        raise
+    return conn
+
+
+class SnapshotChunkReader:
+    """``with SnapshotChunkReader(conn, table, after, upto) as r:`` -- :attr:`position` is where
+    the chunk stands; :meth:`batches` yields lists of converted rows (table column order)."""
+
+    def __init__(self, conn, table: SnapshotTable, after: Sequence | None,
+                 upto: Sequence | None, *, config: ReplicaConfig | None = None):
+        self.conn = conn
+        self.table = table
+        self.after = after
+        self.upto = upto
+        self.config = config
+        self.position: ChunkPosition | None = None
+        self.rows = 0
+        self._open = False
+
+    def _query(self, sql: str, args=None) -> list:
+        with self.conn.cursor() as cur:
+            cur.execute(sql, args)
+            return list(cur.fetchall())
+
+    def __enter__(self) -> "SnapshotChunkReader":
+        import pymysql
+        try:
+            before = binlog_status(self._query).end
+            self._query("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+            self._open = True
+            status = dict((_text(k), _text(v)) for k, v in
+                          self._query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'"))
+        except pymysql.err.MySQLError as e:
+            raise self._error(e) from e
+        file, pos = status.get("Binlog_snapshot_file"), status.get("Binlog_snapshot_position")
+        if file and pos and pos.isdigit():
+            self.position = ChunkPosition(Position(file, int(pos)), True)
+        else:
+            self.position = ChunkPosition(Position(before.file, before.pos), False)
+        return self
+
+    def batches(self, rows_per_batch: int = 8192) -> Iterator[list[tuple]]:
+        import pymysql
+        t = self.table
+        columns = [c.column_def(i) for i, c in enumerate(t.columns)]
+        convert = row_converter(columns)
+        where, args = range_condition(t.key, self.after, self.upto)
+        order = (" ORDER BY " + ", ".join(quote_name(k) for k in t.key)) if t.key else ""
+        sql = f"SELECT {select_list(columns)} FROM {t.sql_name} WHERE {where}{order}"
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(sql, args)
+                while True:
+                    raw = cur.fetchmany(rows_per_batch)
+                    if not raw:
+                        return
+                    self.rows += len(raw)
+                    yield [convert(r) for r in raw]
+        except pymysql.err.MySQLError as e:
+            raise self._error(e) from e
+
+    def __exit__(self, *exc) -> None:
+        if self._open:
+            self._open = False
+            try:
+                self._query("COMMIT")
+            except Exception:  # noqa: BLE001 - the connection is closed by its owner anyway
+                pass
+
+    def _error(self, e) -> Exception:
+        if self.config is not None:
+            return mysql_error(e, self.config)
+        return CdcError(f"snapshot of {self.table.name}: {e}")
+
+
+def _text(v) -> str:
+    return v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else str(v)

@@ -1,0 +1,206 @@
+"""The initial snapshot of a stream (``startingPosition=snapshot``): offsets, planning, reading.
+
+A stream that starts with a snapshot first takes the binlog end ``P0`` (before reading any
+row), then reads every included table in chunks of keys (:mod:`cdc.snapshot.plan`), each chunk
+by a Spark task under a consistent snapshot of its own (:mod:`cdc.snapshot.reader`), and then
+streams the binlog from ``P0``. Offsets during the snapshot are ``P0``'s offset plus the progress::
+
+    {"file": "mysql-bin.000003", "pos": 4711,
+     "snapshot": {"tables": ["shop.orders", "shop.users"], "after": [5000]}}
+
+``tables``: the tables still to read (the first one in progress), ``after``: the last key of the
+first table already delivered (null: none yet). The last snapshot batch ends at ``P0``'s plain
+offset, and the stream goes on from there as any other. A restarted query resumes at the next
+unread chunk.
+
+Snapshot rows have ``op = "r"``, ``before`` null, ``after`` the row, ``source.file``/``pos`` the
+position the chunk's snapshot corresponds to, and ``seq`` one position lower with the row's
+index in the chunk: every row sorts before the first transaction the chunk did not see, after
+those it saw. Changes committed while the snapshot ran are streamed too (from ``P0``), so a row
+changed then can be seen again; applied by ``seq`` (or simply in order, with full row images)
+the result is exact.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Iterator
+
+from pyspark.sql.datasource import InputPartition
+
+from cdc.binlog.tablemap import TableMap
+from cdc.errors import ConfigurationError
+from cdc.positions import Position
+from cdc.snapshot.plan import SnapshotTable, describe_table, list_tables, next_bound
+from cdc.snapshot.reader import SnapshotChunkReader, connect_for_snapshot
+
+from streaming.batches import BatchBuilder, record_batches
+
+__all__ = ["KEY", "in_snapshot", "initial_offset", "latest_offset", "partitions",
+           "SnapshotChunk", "read_chunk", "progress"]
+
+log = logging.getLogger("binlog_cdc.spark")
+
+KEY = "snapshot"
+
+
+def in_snapshot(offset) -> bool:
+    return isinstance(offset, dict) and KEY in offset
+
+
+def _with(position_offset: dict, tables: list, after) -> dict:
+    out = {k: v for k, v in position_offset.items() if k != KEY}
+    if tables:
+        out[KEY] = {"tables": list(tables), "after": after}
+    return out
+
+
+def initial_offset(driver, opts) -> dict:
+    """``P0`` (the binlog end now) with every included table still to read."""
+    end = driver.master_status()
+    p0 = Position(end.file, end.pos, driver.gtid_at(end.file, end.pos, end.gtid))
+    tables = list_tables(driver.query, opts.table_filter())
+    if not tables:
+        log.warning("snapshot: no table matches the options includeTables/excludeTables/table: "
+                    "streaming from %s", p0)
+    log.info("snapshot of %d table(s) from %s, then the binlog from %s", len(tables),
+             opts.describe(), p0)
+    return _with(p0.to_offset(), tables, None)
+
+
+def _table(driver, opts, name: str) -> SnapshotTable:
+    cache = driver.__dict__.setdefault("snapshot_tables", {})
+    t = cache.get(name)
+    if t is None:
+        t = cache[name] = describe_table(driver.query, name, opts.snapshot_keys)
+    return t
+
+
+def latest_offset(driver, opts, start: dict, max_rows: int | None) -> dict:
+    """The end of the next snapshot batch: *max_rows* more rows of the current table (whole
+    chunks), the rest of the table, or -- without a limit -- the end of the snapshot."""
+    snap = start[KEY]
+    tables, after = list(snap["tables"]), snap["after"]
+    if max_rows is None:
+        return _with(start, [], None)
+    bound = next_bound(driver.query, _table(driver, opts, tables[0]), after, max_rows)
+    if bound is None:
+        return _with(start, tables[1:], None)
+    return _with(start, tables, bound)
+
+
+class SnapshotChunk(InputPartition):
+    """Rows ``after < key <= upto`` of one table (None: open), read by one task."""
+
+    def __init__(self, index: int, table: SnapshotTable, after, upto):
+        super().__init__((table.name, after, upto))
+        self.index = index
+        self.table = table
+        self.after = after
+        self.upto = upto
+
+    def __repr__(self) -> str:
+        return f"SnapshotChunk({self.index}, {self.table.name}, {self.after}..{self.upto})"
+
+
+def partitions(driver, opts, start: dict, end: dict) -> list[SnapshotChunk]:
+    """The chunks between two snapshot offsets (*end* may be plain: the snapshot's end)."""
+    snap = start[KEY]
+    stop = end.get(KEY)
+    chunks: list[SnapshotChunk] = []
+    for i, name in enumerate(snap["tables"]):
+        after = snap["after"] if i == 0 else None
+        upto = None
+        if stop is not None and stop["tables"] and stop["tables"][0] == name:
+            upto = stop["after"]
+            if upto is None:          # the end offset starts this table: nothing of it here
+                break
+        table = _table(driver, opts, name)
+        while True:
+            bound = next_bound(driver.query, table, after, opts.snapshot_chunk_rows, upto)
+            chunks.append(SnapshotChunk(len(chunks), table, after, bound if bound else upto))
+            if bound is None:
+                break
+            after = bound
+        if upto is not None:
+            break
+    log.info("snapshot batch: %d chunk(s) of %s", len(chunks),
+             ", ".join(sorted({c.table.name for c in chunks})))
+    return chunks
+
+
+def _table_map(table: SnapshotTable) -> TableMap:
+    columns = [c.column_def(i) for i, c in enumerate(table.columns)]
+    if any(c is None for c in columns):
+        bad = [s for s, c in zip(table.columns, columns) if c is None]
+        raise ConfigurationError(f"{table.name}: column {bad[0].name} has type "
+                                 f"{bad[0].column_type}, which binlog-cdc cannot read; exclude "
+                                 f"the table with excludeTables")
+    pk = [i for i, s in enumerate(table.columns) if s.primary_key]
+    for i in pk:
+        columns[i].primary_key = True
+    return TableMap(0, 0, table.schema, table.table, columns, pk, True)
+
+
+class _ReadRows:
+    """One batch of snapshot rows, as the batch builder reads a rows event."""
+
+    kind = "read"
+    partial = False
+    present_after = None
+
+    def __init__(self, table: TableMap, rows: list):
+        self.table = table
+        self.rows = rows
+        self.present = range(len(table.columns))
+
+    def decode_rows(self) -> list:
+        return self.rows
+
+
+class _ChunkRows:
+    """A chunk as the batch builder reads a transaction: its rows events come as they are read."""
+
+    gtid = None
+    xid = None
+    server_id = None
+    tables_by_name: dict = {}
+
+    def __init__(self, reader: SnapshotChunkReader, tmap: TableMap):
+        p = reader.position.position
+        self.file = p.file
+        self.pos = max(0, p.pos - 1)      # seq: just before the first transaction not seen
+        self.source_pos = p.pos
+        self.timestamp = int(time.time())
+        self._reader = reader
+        self._tmap = tmap
+
+    @property
+    def rows_events(self) -> Iterator[_ReadRows]:
+        for rows in self._reader.batches():
+            yield _ReadRows(self._tmap, rows)
+
+
+def read_chunk(opts, schema, typed_columns, chunk: SnapshotChunk) -> Iterator:
+    """The Arrow record batches of one chunk (on an executor)."""
+    config = opts.replica_config()
+    tmap = _table_map(chunk.table)
+    conn = connect_for_snapshot(config)
+    try:
+        with SnapshotChunkReader(conn, chunk.table, chunk.after, chunk.upto,
+                                 config=config) as reader:
+            builder = BatchBuilder(schema, typed_columns)
+            yield from record_batches([_ChunkRows(reader, tmap)], builder)
+            log.info("%s: %d rows at %s", chunk, reader.rows, reader.position.position)
+    finally:
+        conn.close()
+
+
+def progress(offset: dict) -> dict | None:
+    """Snapshot progress for the lag report (None once the snapshot is over)."""
+    if not in_snapshot(offset):
+        return None
+    snap = offset[KEY]
+    return {"tablesLeft": len(snap["tables"]), "table": snap["tables"][0] if snap["tables"]
+            else None, "after": snap["after"]}
