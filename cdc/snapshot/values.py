@@ -247,6 +247,7 @@ def _set_converter(names):
             if len(memo) < 4096:
                 memo[raw] = value
         return value
+    to_set.memo = memo
     return to_set
 
 
@@ -292,7 +293,7 @@ def column_converter(col: ColumnDef) -> Callable[[bytes], object]:
     return _passthrough if decode is bytes else decode
 
 
-# --- the generated row converter -------------------------------------------------------------------
+# --- the generated row converter ------------------------------------------------------------------
 
 # The inline (fast) expression of a value ``v`` that is not None, by type; what an expression
 # cannot decide (a zero date, invalid text) raises, and the row goes through the exact converters.
@@ -300,15 +301,15 @@ _INLINE = {
     T.TINY: "int(v)", T.SHORT: "int(v)", T.INT24: "int(v)", T.LONG: "int(v)",
     T.LONGLONG: "int(v)", T.YEAR: "int(v)", T.DOUBLE: "float(v)",
     T.FLOAT: "F32U(F32P(float(v)))[0]",
-    T.NEWDECIMAL: "DEC(v.decode('ascii'))", T.BIT: "FB(v, 'big')",
-    T.DATE: "DATE_ISO(v.decode('ascii'))", T.NEWDATE: "DATE_ISO(v.decode('ascii'))",
-    T.DATETIME2: "DT_ISO(v.decode('ascii'))", T.DATETIME: "DT_ISO(v.decode('ascii'))",
-    T.TIMESTAMP2: "DT_ISO(v.decode('ascii')).replace(tzinfo=UTC)",
-    T.TIMESTAMP: "DT_ISO(v.decode('ascii')).replace(tzinfo=UTC)",
+    T.NEWDECIMAL: "DEC(v.decode())", T.BIT: "FB(v, 'big')",
+    T.DATE: "DATE_ISO(v.decode())", T.NEWDATE: "DATE_ISO(v.decode())",
+    T.DATETIME2: "DT_ISO(v.decode())", T.DATETIME: "DT_ISO(v.decode())",
+    T.TIMESTAMP2: "DT_ISO(v.decode()).replace(tzinfo=UTC)",
+    T.TIMESTAMP: "DT_ISO(v.decode()).replace(tzinfo=UTC)",
     T.GEOMETRY: "GEO(FB(v[:4], 'little'), v[4:])",
 }
 _ENV = {"F32U": _F32.unpack, "F32P": _F32.pack, "DEC": Decimal, "FB": int.from_bytes,
-        "DATE_ISO": _DATE_ISO, "DT_ISO": _DT_ISO, "UTC": _UTC, "GEO": Geometry, "STR": str}
+        "DATE_ISO": _DATE_ISO, "DT_ISO": _DT_ISO, "UTC": _UTC, "GEO": Geometry}
 _CONVERTERS = BoundedCache(512)
 
 
@@ -338,7 +339,15 @@ def _inline_expr(col: ColumnDef, conv, i: int, env: dict) -> str:
     rt = col.real_type
     expr = _INLINE.get(rt)
     if expr is None and type_info(rt).character and codec_of(_collation(col)) == "utf-8":
-        expr = "STR(v, 'utf-8')"      # invalid UTF-8 raises: the exact path gives InvalidText
+        expr = "v.decode()"           # invalid UTF-8 raises: the exact path gives InvalidText
+    elif rt == T.ENUM and col.enum_values is not None:
+        # the member by its number's text; a number past the members raises (KeyError)
+        env[f"M{i}"] = {b"%d" % k: name for k, name in enumerate(["", *col.enum_values])}
+        expr = f"M{i}[v]"
+    elif rt == T.SET and col.set_values is not None:
+        env[f"M{i}"] = conv.memo             # masks seen so far; C(v) computes and keeps one
+        env[f"C{i}"] = conv
+        expr = f"(M{i}.get(v) or C{i}(v))"
     if expr is None:
         env[f"C{i}"] = conv
         expr = f"C{i}(v)"
