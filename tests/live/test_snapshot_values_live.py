@@ -3,7 +3,8 @@
 (``raw_connect_kwargs()``) -- is the row the binlog decoder gives for the same row: the same
 Python type and ``repr`` for every value, and the same JSON text (``row_json`` and the compiled
 renderers), for every column of the type matrix (:mod:`tests.support.type_matrix`), every
-character set of the server (every collation) and a table of edge values of our own.
+character set of the server (every collation), a table of edge values of our own, and MariaDB's
+pre-5.6 temporal formats (a second server with ``mysql56_temporal_format=OFF``).
 
 The binlog side is :class:`cdc.replica.client.ReplicaClient` (``binlog_row_metadata=FULL``), with
 each row decoder; the snapshot side describes its columns with ``read_columns`` /
@@ -18,8 +19,11 @@ import struct
 
 import pymysql
 import pytest
+from conftest import start_or_skip
 
+from cdc.binlog.constants import ColumnType as T
 from cdc.binlog.transactions import TableFilter
+from cdc.embedded import EmbeddedMariaDB
 from cdc.positions import Start
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ReplicaConfig
@@ -143,27 +147,28 @@ class World:
         return self.binlog[decoder]
 
 
-@pytest.fixture(scope="module")
-def world(mariadb):
-    conn = mariadb.connect()
+def _workload(server, tables_of) -> World:
+    """Write the tables *tables_of(cursor)* builds on *server* (one INSERT workload), read them
+    back with the snapshot's SELECTs."""
+    conn = server.connect()
     cur = conn.cursor()
     cur.execute("SET SESSION sql_mode = 'ALLOW_INVALID_DATES'")
     cur.execute("SET SESSION time_zone = '+00:00'")
     cur.execute(f"DROP DATABASE IF EXISTS {DB}")
     cur.execute(f"CREATE DATABASE {DB}")
     cur.execute(f"USE {DB}")
-    tables = _build(cur, mariadb.version_tuple)
-    start = mariadb.current_position()
+    tables = tables_of(cur)
+    start = server.current_position()
     for t in tables:
         _write(cur, t)
-    w = World(mariadb, start, {t.name: t for t in tables})
+    w = World(server, start, {t.name: t for t in tables})
 
     # the snapshot: column descriptions from information_schema (an ordinary connection),
     # values from a raw connection that starts with settings SESSION_SQL has to undo
     def query(sql, args):
         return fetch_rows(conn, sql, args)
 
-    raw = pymysql.connect(**mariadb.cdc_params(), **raw_connect_kwargs())
+    raw = pymysql.connect(**server.cdc_params(), **raw_connect_kwargs())
     try:
         rc = raw.cursor()
         rc.execute("SET SESSION sql_mode = 'PAD_CHAR_TO_FULL_LENGTH'")
@@ -179,10 +184,28 @@ def world(mariadb):
     finally:
         raw.close()
         conn.close()
+    return w
+
+
+@pytest.fixture(scope="module")
+def world(mariadb):
+    w = _workload(mariadb, lambda cur: _build(cur, mariadb.version_tuple))
     try:
         yield w
     finally:
         mariadb.execute(f"DROP DATABASE IF EXISTS {DB}")
+
+
+@pytest.fixture(scope="module")
+def old_world(tmp_path_factory):
+    """A server writing MariaDB's pre-5.6 TIME/DATETIME/TIMESTAMP formats
+    (``mysql56_temporal_format=OFF``): the binlog carries no precision, SELECT text is the same."""
+    server = start_or_skip(EmbeddedMariaDB(tmp_path_factory.mktemp("snapshot-old-temporal"),
+                                           extra_options={"mysql56_temporal_format": "OFF"}))
+    try:
+        yield _workload(server, lambda cur: M.old_temporal_tables())
+    finally:
+        server.cleanup()
 
 
 def _same(a, b) -> bool:
@@ -208,6 +231,17 @@ def test_snapshot_row_equals_binlog_row(world, decoder, group):
     name = _table_name(group)
     if name not in world.tables:
         pytest.skip(f"{group} is not in this server's SHOW CHARACTER SET")
+    _check_table(world, decoder, name)
+
+
+@pytest.mark.parametrize("name", ["old_fsp0", "old_fsp"])
+def test_old_temporal_formats(old_world, decoder, name):
+    _check_table(old_world, decoder, name)
+    tmap_cols = old_world.from_binlog(decoder)[name][0]
+    assert {c.type for c in tmap_cols[1:]} == {T.TIME, T.DATETIME, T.TIMESTAMP}   # not vacuous
+
+
+def _check_table(world, decoder, name):
     table = world.tables[name]
     tmap_cols, binlog = world.from_binlog(decoder)[name]
     defs, snap = world.snapshot[name]
