@@ -17,7 +17,7 @@ from cdc.positions import Start
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ReplicaConfig, RetryPolicy
 from cdc.replica.packets import MAX_PAYLOAD
-from faultkit import Figures
+from faultkit import Figures, fault_time_bound  # noqa: F401 (autouse fixture)
 from support.fake_source import (STMT_END_F, TABLE_MAP, WRITE_ROWS_V2, BinlogFile, EventBuilder,
                                  FakeSource, Table, lenenc)
 

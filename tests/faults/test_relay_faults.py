@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from faultkit import run_scenario
+from faultkit import fault_time_bound, run_scenario  # noqa: F401 (autouse fixture)
 from support.relay import Relay
 
 pytestmark = [pytest.mark.server]

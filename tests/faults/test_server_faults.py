@@ -13,8 +13,8 @@ import pytest
 
 from cdc.errors import BinlogPurgedError
 from cdc.positions import Start
-from faultkit import (Consumer, Figures, Writer, create_table, expected_changes, replica_client,
-                      run_scenario, server_state)
+from faultkit import (Consumer, Figures, Writer, create_table, expected_changes,  # noqa: F401
+                      fault_time_bound, replica_client, run_scenario, server_state)
 
 pytestmark = [pytest.mark.server]
 
