@@ -21,8 +21,8 @@ import pytest
 pytest.importorskip("pyspark")
 deltalake = pytest.importorskip("deltalake")
 
-from faultkit import (Figures, Writer, change_key, create_table, expected_changes,  # noqa: E402,F401
-                      fault_time_bound, marker, server_state)
+from faultkit import (Figures, Writer, change_key, create_table,  # noqa: E402,F401
+                      expected_changes, fault_time_bound, marker, server_state)
 from support.spark_support import source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark]
@@ -164,7 +164,7 @@ def test_kill_9_of_a_delta_driver_mid_stream(mariadb_factory, tmp_path):
     assert history == sorted(set(history)), history   # no batch applied twice
 
 
-# --- a query that rides out a restart and a 30 s SIGSTOP of its source -----------------------------
+# --- a query that rides out a restart and a 30 s SIGSTOP of its source ---------------------------
 
 
 def sink_changes(spark, name: str) -> Counter:

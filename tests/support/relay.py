@@ -156,6 +156,11 @@ class Relay:
     def frozen(self) -> bool:
         return not self._flowing.is_set()
 
+    @property
+    def partitioned(self) -> bool:
+        """Frozen, or refusing connections."""
+        return self.frozen or self._refusing
+
     def links(self) -> list[_Link]:
         with self._lock:
             self._links = [lk for lk in self._links if not lk.closed.is_set()]
