@@ -12,7 +12,6 @@ missing is lost.
 
 from __future__ import annotations
 
-import logging
 import os
 import random
 import signal
@@ -26,10 +25,8 @@ import pytest
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ReplicaConfig, RetryPolicy
 
-log = logging.getLogger("cdc.tests.faults")
 
-
-# --- the time bound of every fault test -----------------------------------------------------------
+# --- the time bound of every fault test ----------------------------------------------------
 
 
 class FaultTestTimeout(Exception):

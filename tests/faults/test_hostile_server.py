@@ -147,11 +147,14 @@ def test_one_packet_over_the_cap_is_refused():
 def test_table_map_claiming_2_pow_62_columns_is_a_parse_error():
     """A column count of 2**62 in a 60-byte event: refused at once, nothing allocated for it."""
     tm = table_map(1 << 62, b"\x03\x0f")
-    with FakeSource(binlog_with(hostile_tx(4, tm, write_rows(T.table_id, [(6, "x")])))) as src:
+    binlog = binlog_with(hostile_tx(4, tm, write_rows(T.table_id, [(6, "x")])))
+    pos = [off for off, ev, _ in binlog.events() if ev[4] == TABLE_MAP][-1]
+    with FakeSource(binlog) as src:
         got, error, seconds, client = stream_until_error(src)
     check("table-map-2^62-columns", src, got, error, seconds, client)
     assert isinstance(error, TruncatedEventError)          # a ParseError
-    assert str(error).startswith("TABLE_MAP column types run past the end of the event")
+    assert str(error) == (f"TABLE_MAP column types run past the end of the event (at file "
+                          f"binlog.000001, position {pos})")
     assert seconds < 5
 
 
