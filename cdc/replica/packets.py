@@ -113,6 +113,8 @@ class PacketReader:
             return None
         length = buf[p] | (buf[p + 1] << 8) | (buf[p + 2] << 16)
         if length < MAX_PAYLOAD:  # the common case: one packet
+            if length > self.max_payload:
+                raise self._too_large()
             stop = p + HEADER_LEN + length
             if stop > end:
                 return None
@@ -131,10 +133,7 @@ class PacketReader:
             length = buf[q] | (buf[q + 1] << 8) | (buf[q + 2] << 16)
             total += length
             if total > self.max_payload:
-                raise PacketTooLargeError(
-                    f"the server is sending a payload of more than {self.max_payload} bytes "
-                    f"(the client's max_packet_size): a broken or hostile server, or an event "
-                    f"larger than that (raise ReplicaConfig.max_packet_size to accept it)")
+                raise self._too_large()
             if end - q - HEADER_LEN < length:
                 return None
             spans.append((q, length))
@@ -147,6 +146,12 @@ class PacketReader:
         payload = b"".join(bytes(buf[h + HEADER_LEN:h + HEADER_LEN + n]) for h, n in spans)
         self._advance(q)
         return payload
+
+    def _too_large(self) -> PacketTooLargeError:
+        return PacketTooLargeError(
+            f"the server is sending a payload of more than {self.max_payload} bytes (the "
+            f"client's max_packet_size): a broken or hostile server, or an event larger than "
+            f"that (raise ReplicaConfig.max_packet_size to accept it)")
 
     def _check_seq(self, got: int, first_byte: int | None) -> None:
         want = self.seq
