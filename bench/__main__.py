@@ -2,6 +2,7 @@
 
     python -m bench [--rows 200000] [--workloads inserts,updates,...] [--no-spark]
                     [--markdown FILE]
+    python -m bench snapshot [--rows 500000]      # initial snapshot: see bench.snapshot
 
 Starts a private MariaDB (cdc.embedded), writes each workload into its own binlog files, then
 measures on those same files / that same stream: binlog-cdc to Python tuples and to Arrow
@@ -46,6 +47,11 @@ def _versions(server) -> str:
 
 
 def main(argv=None):
+    import sys
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["snapshot"]:
+        from .snapshot import main as snapshot_main
+        return snapshot_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=200_000, help="rows per workload")

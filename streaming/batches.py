@@ -134,8 +134,8 @@ class BatchBuilder:
             # before/after: the images (None: the operation has none); *_full: the image holds
             # every column, so no value is ABSENT (a PARTIAL_UPDATE_ROWS after image may still
             # hold ABSENT in a JSON column)
-            if kind == "insert":
-                op, before, after = "c", None, rows
+            if kind == "insert" or kind == "read":      # read: a snapshot row
+                op, before, after = ("c" if kind == "insert" else "r"), None, rows
                 before_full, after_full = True, len(ev.present) == ncols
             elif kind == "delete":
                 op, before, after = "d", rows, None

@@ -39,8 +39,11 @@ OPTIONS: dict[str, str] = {
     "password": "the user's password (never logged)",
     "passwordFile": "a file holding the password (first line)",
     "serverId": "replica server_id; connections use serverId .. serverId+1024 (default random)",
-    "startingPosition": "earliest | latest (default) | {\"file\": ..., \"pos\": ...} | "
-                        "{\"gtid\": \"...\"}",
+    "startingPosition": "earliest | latest (default) | snapshot | {\"file\": ..., \"pos\": "
+                        "...} | {\"gtid\": \"...\"}",
+    "snapshotChunkRows": "snapshot: rows per chunk, one task each (default 50000)",
+    "snapshotKeys": "snapshot: JSON {\"db.table\": [\"col\", ...]}: the columns to chunk a "
+                    "table by (default: its primary key or a unique NOT NULL key)",
     "includeTables": "comma-separated db.table globs to keep",
     "excludeTables": "comma-separated db.table globs to drop",
     "table": "db.table: typed mode, before/after as structs of the table's Spark types",
@@ -101,6 +104,9 @@ class SourceOptions:
     password: Secret = field(default_factory=lambda: Secret(""), repr=False)
     server_id: int = 0
     starting: Start = field(default_factory=Start.latest)
+    snapshot: bool = False
+    snapshot_chunk_rows: int = 50000
+    snapshot_keys: dict = field(default_factory=dict)
     include_tables: tuple = ()
     exclude_tables: tuple = ()
     table: str | None = None
@@ -138,7 +144,14 @@ class SourceOptions:
             kw["server_id"] = _int("serverId", get("serverId"), 1, (1 << 32) - 1 - 1024)
         else:
             kw["server_id"] = random_server_id(1 << 30, (1 << 32) - 2049)
-        kw["starting"] = Start.parse(get("startingPosition"), option="startingPosition")
+        if str(get("startingPosition") or "").strip().lower() == "snapshot":
+            kw["snapshot"] = True            # from the binlog end taken before the snapshot
+        else:
+            kw["starting"] = Start.parse(get("startingPosition"), option="startingPosition")
+        if get("snapshotChunkRows"):
+            kw["snapshot_chunk_rows"] = _int("snapshotChunkRows", get("snapshotChunkRows"), 1)
+        if get("snapshotKeys"):
+            kw["snapshot_keys"] = _snapshot_keys(get("snapshotKeys"))
         kw["include_tables"] = tuple(_globs(get("includeTables")))
         kw["exclude_tables"] = tuple(_globs(get("excludeTables")))
         if get("table"):
@@ -231,6 +244,20 @@ def _ssl(get) -> SslOptions | bool | None:
     if get("sslVerify") is not None:
         ssl["verify"] = _bool("sslVerify", get("sslVerify"))
     return SslOptions.coerce(ssl) if ssl else None
+
+
+def _snapshot_keys(text: str) -> dict:
+    try:
+        keys = json.loads(text)
+    except ValueError:
+        keys = None
+    if not isinstance(keys, dict) or not all(
+            isinstance(k, str) and k.count(".") == 1 and isinstance(v, list) and v
+            and all(isinstance(c, str) and c for c in v) for k, v in keys.items()):
+        raise ConfigurationError(f"option snapshotKeys must be a JSON object of db.table -> list "
+                                 f"of column names, e.g. {{\"shop.orders\": [\"id\"]}}, not "
+                                 f"{text!r}")
+    return keys
 
 
 def _password(raw: dict) -> Secret:

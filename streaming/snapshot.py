@@ -106,6 +106,8 @@ class SnapshotChunk(InputPartition):
 
 def partitions(driver, opts, start: dict, end: dict) -> list[SnapshotChunk]:
     """The chunks between two snapshot offsets (*end* may be plain: the snapshot's end)."""
+    if start == end:
+        return []
     snap = start[KEY]
     stop = end.get(KEY)
     chunks: list[SnapshotChunk] = []

@@ -66,6 +66,7 @@ from streaming.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anch
                                 delivered_before, lag_report, mysql_skip_set, need_scan,
                                 plan_chunks)
 from streaming.schema import JSON_SCHEMA, typed_schema
+from streaming import snapshot
 
 log = logging.getLogger("binlog_cdc.spark")
 
@@ -250,6 +251,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         d = self.driver
         spec = self.opts.starting
+        if self.opts.snapshot:
+            return snapshot.initial_offset(d, self.opts)
         if spec.is_gtid:
             return self._gtid_start(spec).to_offset()
         if spec.kind == "file":
@@ -302,8 +305,12 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         d = self.driver
-        s = d.offset(start)
         max_rows, max_bytes = self._limits(limit)
+        if snapshot.in_snapshot(start):
+            end = snapshot.latest_offset(d, self.opts, start, max_rows)
+            self._lag_report = {"snapshot": snapshot.progress(end) or "done"}
+            return end
+        s = d.offset(start)
         target = d.master_status().key
         if d.available_now_end is not None:
             target = min(target, d.available_now_end)
@@ -406,6 +413,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict):
         d = self.driver
+        if snapshot.in_snapshot(start):
+            return snapshot.partitions(d, self.opts, start, end)
         s, e = d.offset(start), d.offset(end)
         if s.same_place(e) or s.key >= e.key:
             return []
@@ -439,6 +448,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # --- executors -------------------------------------------------------------------------
 
     def read(self, partition: "BinlogChunk") -> Iterator:
+        if isinstance(partition, snapshot.SnapshotChunk):
+            return snapshot.read_chunk(self.opts, self.schema, self.columns, partition)
         builder = BatchBuilder(self.schema, self.columns)
         return record_batches(self._chunk_transactions(partition), builder)
 

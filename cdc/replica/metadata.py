@@ -144,7 +144,8 @@ class ServerColumn(NamedTuple):
         elif dt == "vector":
             code, meta = T.VECTOR, 4
         elif dt in ("uuid", "inet6", "inet4"):
-            code, meta, collation = T.STRING, (T.STRING, 16), BINARY_COLLATION
+            code, collation = T.STRING, BINARY_COLLATION
+            meta = (T.STRING, 4 if dt == "inet4" else 16)
         else:
             return None
         col = ColumnDef(index, code, meta, self.nullable)

@@ -22,10 +22,11 @@ __all__ = ["connect", "mysql_error", "fetch_rows", "SqlSession", "BinlogStatus",
 Query = Callable[..., list]
 
 
-def connect(config: ReplicaConfig, *, grant: str | None = None):
+def connect(config: ReplicaConfig, *, grant: str | None = None, **pymysql_kwargs):
     """A plain autocommit SQL connection (PyMySQL, utf8mb4) with *config*'s host, account, TLS
-    options and error messages; *grant* is the GRANT statement to suggest on a privilege error.
-    The caller closes it."""
+    options and error messages; *grant* is the GRANT statement to suggest on a privilege error;
+    *pymysql_kwargs* add to or override PyMySQL's arguments (e.g. ``cursorclass``). The caller
+    closes it."""
     import pymysql
     kw: dict[str, Any] = dict(host=config.host, port=config.port, user=config.user,
                               password=config.password.get(),
@@ -33,6 +34,7 @@ def connect(config: ReplicaConfig, *, grant: str | None = None):
                               read_timeout=max(config.connect_timeout, 30.0),
                               write_timeout=max(config.connect_timeout, 30.0),
                               charset="utf8mb4", autocommit=True)
+    kw.update(pymysql_kwargs)
     if config.ssl is False:
         kw["ssl_disabled"] = True
     elif config.ssl is not None:

@@ -23,7 +23,7 @@ from cdc.positions import Position
 from cdc.replica.config import ReplicaConfig
 from cdc.replica.sql import binlog_status, connect, mysql_error
 from cdc.snapshot.plan import SnapshotTable, quote_name, range_condition
-from cdc.snapshot.values import CONNECT_KWARGS, SESSION_SQL, row_converter, select_list
+from cdc.snapshot.values import SESSION_SQL, raw_connect_kwargs, row_converter, select_list
 
 __all__ = ["ChunkPosition", "SnapshotChunkReader", "connect_for_snapshot"]
 
@@ -39,7 +39,7 @@ def connect_for_snapshot(config: ReplicaConfig):
     """A connection for reading chunks: the source's settings (TLS, account), unbuffered rows,
     values unconverted."""
     import pymysql.cursors
-    conn = connect(config, cursorclass=pymysql.cursors.SSCursor, **CONNECT_KWARGS)
+    conn = connect(config, cursorclass=pymysql.cursors.SSCursor, **raw_connect_kwargs())
     try:
         with conn.cursor() as cur:
             for sql in SESSION_SQL:
@@ -67,9 +67,11 @@ class SnapshotChunkReader:
         self._open = False
 
     def _query(self, sql: str, args=None) -> list:
+        """A statement's rows, text as str (the connection leaves values as bytes)."""
         with self.conn.cursor() as cur:
             cur.execute(sql, args)
-            return list(cur.fetchall())
+            return [tuple(_text(v) if isinstance(v, (bytes, bytearray)) else v for v in r)
+                    for r in cur.fetchall()]
 
     def __enter__(self) -> "SnapshotChunkReader":
         import pymysql
@@ -77,8 +79,7 @@ class SnapshotChunkReader:
             before = binlog_status(self._query).end
             self._query("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
             self._open = True
-            status = dict((_text(k), _text(v)) for k, v in
-                          self._query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'"))
+            status = dict(self._query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'"))
         except pymysql.err.MySQLError as e:
             raise self._error(e) from e
         file, pos = status.get("Binlog_snapshot_file"), status.get("Binlog_snapshot_position")
