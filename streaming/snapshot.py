@@ -27,7 +27,7 @@ import logging
 import time
 from typing import Iterator
 
-from pyspark.sql.datasource import InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from cdc.binlog.tablemap import TableMap
 from cdc.errors import ConfigurationError
@@ -38,7 +38,7 @@ from cdc.snapshot.reader import SnapshotChunkReader, connect_for_snapshot
 from streaming.batches import BatchBuilder, record_batches
 
 __all__ = ["KEY", "in_snapshot", "initial_offset", "latest_offset", "partitions",
-           "SnapshotChunk", "read_chunk", "progress"]
+           "SnapshotChunk", "read_chunk", "progress", "SnapshotBatchReader"]
 
 log = logging.getLogger("binlog_cdc.spark")
 
@@ -206,3 +206,31 @@ def progress(offset: dict) -> dict | None:
     snap = offset[KEY]
     return {"tablesLeft": len(snap["tables"]), "table": snap["tables"][0] if snap["tables"]
             else None, "after": snap["after"]}
+
+
+class SnapshotBatchReader(DataSourceReader):
+    """``spark.read.format("binlog-cdc").option("host", ...).load()``: a one-off read of the
+    included tables of a live server, in chunks read by tasks (each chunk consistent in itself,
+    as in a stream's snapshot; not one snapshot across tables)."""
+
+    def __init__(self, opts, schema, columns):
+        self.opts = opts
+        self.schema = schema
+        self.columns = columns
+
+    def partitions(self):
+        from streaming.driver import Driver
+        d = Driver(self.opts)
+        try:
+            start = initial_offset(d, self.opts)
+            chunks = partitions(d, self.opts, start, _with(start, [], None)) \
+                if in_snapshot(start) else []
+        finally:
+            d.close()
+        if not chunks:
+            raise ConfigurationError(f"no table of {self.opts.describe()} matches the options "
+                                     f"includeTables/excludeTables/table: nothing to read")
+        return chunks
+
+    def read(self, partition: SnapshotChunk) -> Iterator:
+        return read_chunk(self.opts, self.schema, self.columns, partition)

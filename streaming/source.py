@@ -127,9 +127,13 @@ class BinlogCdcDataSource(DataSource):
 
     def reader(self, schema: StructType) -> "FileBatchReader":
         opts = self.opts
+        if not opts.paths and opts.host:
+            # a one-off read of the tables of a live server (a snapshot)
+            return snapshot.SnapshotBatchReader(opts, schema, self._typed_columns(streaming=True))
         if not opts.paths:
-            raise ConfigurationError("a batch read of binlog-cdc needs files: "
-                                     "spark.read.format('binlog-cdc').load('/path/mysql-bin.*')")
+            raise ConfigurationError("a batch read of binlog-cdc needs files "
+                                     "(spark.read.format('binlog-cdc').load('/path/mysql-bin.*')) "
+                                     "or a server (option host: a snapshot of its tables)")
         return FileBatchReader(opts, schema, self._typed_columns(streaming=False))
 
     def streamReader(self, schema: StructType) -> "BinlogStreamReader":

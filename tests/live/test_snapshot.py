@@ -325,3 +325,29 @@ def test_million_rows_killed_three_times_mid_snapshot(mariadb_factory, tmp_path)
     assert ages, "the monitor never saw a snapshot transaction"
     assert not [a for a in ages if isinstance(a, Exception)], ages[-1]
     assert max(ages) < min(10.0, killed_phase / 3), (max(ages), killed_phase)
+
+
+def test_batch_read_of_a_live_server_and_typed_mode(spark, mariadb):
+    """spark.read with option host: the tables of a live server, read in chunks; typed mode
+    gives the table's Spark types."""
+    db = "snap_batch"
+    _create(mariadb, db, 500)
+    p = mariadb.cdc_params()
+    base = {"host": p["host"], "port": str(p["port"]), "user": p["user"],
+            "password": p["password"], "snapshotChunkRows": "64"}
+    df = spark.read.format("binlog-cdc").options(includeTables=f"{db}.orders", **base).load()
+    rows = df.select("op", "key", "after").collect()
+    assert {r.op for r in rows} == {"r"}
+    assert sorted(json.loads(r.key)["id"] for r in rows) == [2 * i for i in range(1, 501)]
+    typed = spark.read.format("binlog-cdc").options(table=f"{db}.orders", **base).load()
+    got = sorted((r.after.id, str(r.after.amount), r.after.status, r.after.created)
+                 for r in typed.select("after").collect())
+    conn = mariadb.connect(database=db)
+    with conn.cursor() as cur:
+        cur.execute("SELECT id, amount, status, created FROM orders ORDER BY id")
+        want = [(i, str(a), s, c) for i, a, s, c in cur.fetchall()]
+    conn.close()
+    assert got == want
+    with pytest.raises(Exception) as e:
+        spark.read.format("binlog-cdc").options(includeTables="nope.*", **base).load().collect()
+    assert "nothing to read" in str(e.value)
