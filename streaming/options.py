@@ -42,6 +42,8 @@ OPTIONS: dict[str, str] = {
     "startingPosition": "earliest | latest (default) | snapshot | {\"file\": ..., \"pos\": "
                         "...} | {\"gtid\": \"...\"}",
     "snapshotChunkRows": "snapshot: rows per chunk, one task each (default 50000)",
+    "signalTable": "db.table whose inserted rows (a column table_name = 'db.t') ask the running "
+                   "stream to re-snapshot that table",
     "snapshotKeys": "snapshot: JSON {\"db.table\": [\"col\", ...]}: the columns to chunk a "
                     "table by (default: its primary key or a unique NOT NULL key)",
     "includeTables": "comma-separated db.table globs to keep",
@@ -107,6 +109,7 @@ class SourceOptions:
     snapshot: bool = False
     snapshot_chunk_rows: int = 50000
     snapshot_keys: dict = field(default_factory=dict)
+    signal_table: str | None = None
     include_tables: tuple = ()
     exclude_tables: tuple = ()
     table: str | None = None
@@ -150,6 +153,12 @@ class SourceOptions:
             kw["starting"] = Start.parse(get("startingPosition"), option="startingPosition")
         if get("snapshotChunkRows"):
             kw["snapshot_chunk_rows"] = _int("snapshotChunkRows", get("snapshotChunkRows"), 1)
+        if get("signalTable"):
+            t = get("signalTable").strip()
+            if t.count(".") != 1 or "*" in t:
+                raise ConfigurationError(f"option signalTable must name one table as db.table, "
+                                         f"not {t!r}")
+            kw["signal_table"] = t
         if get("snapshotKeys"):
             kw["snapshot_keys"] = _snapshot_keys(get("snapshotKeys"))
         kw["include_tables"] = tuple(_globs(get("includeTables")))
@@ -222,6 +231,8 @@ class SourceOptions:
 
     def table_filter(self) -> TableFilter | None:
         include = [self.table] if self.table else list(self.include_tables)
+        if include and self.signal_table:
+            include.append(self.signal_table)      # its rows are read (and delivered) too
         f = TableFilter(include, list(self.exclude_tables))
         return f if f else None
 

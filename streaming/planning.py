@@ -38,6 +38,7 @@ class Boundary(NamedTuple):
     rows: int      # row changes kept by the table filter (0 when not counted)
     bytes: int     # binlog bytes of the transaction
     ts: int | None = None   # commit time of the transaction (epoch seconds)
+    signal: tuple = ()      # tables the transaction asks to re-snapshot (option signalTable)
 
     @property
     def key(self) -> Key:
@@ -66,7 +67,8 @@ def after_anchor(boundaries: Sequence[Boundary], start: Position) -> list[Bounda
 def choose(boundaries: Iterable[Boundary], max_rows: int | None, max_bytes: int | None,
            target: Key) -> Boundary | None:
     """The furthest boundary not past *target* within the limits; at least the first one (a
-    transaction larger than a limit still makes a batch of its own)."""
+    transaction larger than a limit still makes a batch of its own); never past one that
+    carries a re-snapshot signal."""
     rows = nbytes = 0
     chosen = None
     for b in boundaries:
@@ -78,6 +80,8 @@ def choose(boundaries: Iterable[Boundary], max_rows: int | None, max_bytes: int 
                                    (max_bytes is not None and nbytes > max_bytes)):
             break
         chosen = b
+        if b.signal:        # a re-snapshot request ends the batch: the snapshot starts there
+            break
     return chosen
 
 

@@ -56,6 +56,39 @@ def _with(position_offset: dict, tables: list, after) -> dict:
     return out
 
 
+def signalled_tables(opts, tx) -> tuple:
+    """The tables a transaction asks to re-snapshot: rows inserted into the option
+    ``signalTable``'s table, column ``table_name`` (else the first column) = ``db.table``."""
+    want = opts.signal_table.lower()
+    out = []
+    for ev in tx.rows_events:
+        t = ev.table
+        if ev.kind != "insert" or t is None or t.qualified_name.lower() != want:
+            continue
+        names = [n.lower() for n in t.column_names]
+        i = names.index("table_name") if "table_name" in names else 0
+        for row in ev.decode_rows():
+            v = row[i]
+            v = v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+            if v.count(".") == 1 and v not in out:
+                out.append(v.strip())
+            else:
+                log.warning("signal table %s: %r is not db.table, ignored", opts.signal_table, v)
+    return tuple(out)
+
+
+def resnapshot_offset(driver, opts, position_offset: dict, tables) -> dict:
+    """The offset that starts a re-snapshot of *tables* (those the server has) at a
+    transaction boundary; the binlog goes on from that boundary afterwards."""
+    known = set(list_tables(driver.query, None))
+    found = [t for t in tables if t in known]
+    for t in tables:
+        if t not in known:
+            log.warning("re-snapshot of %s asked for, but the server has no such table", t)
+    log.info("re-snapshot of %s at %s", ", ".join(found) or "nothing", position_offset)
+    return _with(position_offset, found, None)
+
+
 def initial_offset(driver, opts) -> dict:
     """``P0`` (the binlog end now) with every included table still to read."""
     end = driver.master_status()

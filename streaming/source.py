@@ -325,6 +325,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         offset = chosen.position if chosen is not None else s
         self._lag_report = lag_report(offset, d.server_end, d.binary_logs(), d.boundaries,
                                       d.scanned_to, time.time())
+        if chosen is not None and chosen.signal:
+            return snapshot.resnapshot_offset(d, self.opts, offset.to_offset(), chosen.signal)
         return offset.to_offset()
 
     def _limits(self, limit: ReadLimit) -> tuple[int | None, int | None]:
@@ -372,7 +374,9 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 r = sum(len(ev.rows) for ev in tx.rows_events) \
                     if count_rows and not delivered_before(skip, tx) else 0
                 at = at.after(tx.file, tx.end_pos, tx.gtid)
-                b = Boundary(at, r, max(0, tx.end_pos - tx.pos), tx.timestamp)
+                signal = snapshot.signalled_tables(self.opts, tx) \
+                    if self.opts.signal_table and not delivered_before(skip, tx) else ()
+                b = Boundary(at, r, max(0, tx.end_pos - tx.pos), tx.timestamp, signal)
                 d.boundaries.append(b)
                 found += 1
                 rows += r

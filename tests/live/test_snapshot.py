@@ -351,3 +351,58 @@ def test_batch_read_of_a_live_server_and_typed_mode(spark, mariadb):
     with pytest.raises(Exception) as e:
         spark.read.format("binlog-cdc").options(includeTables="nope.*", **base).load().collect()
     assert "nothing to read" in str(e.value)
+
+
+def test_a_signal_re_snapshots_one_table_while_the_stream_runs(spark, mariadb, tmp_path):
+    """Rows that exist before the stream's start (startingPosition=latest) reach Delta only once
+    a row in the signal table asks for a re-snapshot of their table; the stream goes on."""
+    db = "snap_signal"
+    _create(mariadb, db, 3000)
+    mariadb.execute("CREATE TABLE signals (id INT AUTO_INCREMENT PRIMARY KEY, "
+                    "table_name VARCHAR(200) NOT NULL)", database=db)
+    p = mariadb.cdc_params()
+    opts = source_options(mariadb, db, ("x", 4), includeTables=f"{db}.orders",
+                          signalTable=f"{db}.signals", snapshotChunkRows=500)
+    opts["startingPosition"] = "latest"
+    root = tmp_path / "delta"
+    up = DeltaUpserter(root, host=p["host"], port=p["port"], user=p["user"],
+                       password=p["password"], app_id="signal")
+    ops: list = []
+
+    def fb(df, batch_id):
+        batch_ops = [r.op for r in df.select("op").collect()]
+        up(df, batch_id)
+        ops.extend(batch_ops)
+
+    q = (spark.readStream.format("binlog-cdc").options(**opts).load().writeStream
+         .foreachBatch(fb).option("checkpointLocation", str(tmp_path / "chk"))
+         .trigger(processingTime="300 milliseconds").start())
+    try:
+        deadline = time.monotonic() + 120
+        while q.lastProgress is None:             # the start offset ('latest') is taken
+            assert time.monotonic() < deadline and q.exception() is None, q.exception()
+            time.sleep(0.2)
+        mariadb.execute("UPDATE orders SET note = 'live' WHERE id = 2", database=db)
+        deadline = time.monotonic() + 60
+        while "u" not in ops:
+            assert time.monotonic() < deadline and q.exception() is None, q.exception()
+            time.sleep(0.3)
+        assert len(_delta(root, db, "orders", ["id"])) == 1      # only the live change
+        mariadb.execute(f"INSERT INTO signals (table_name) VALUES ('{db}.orders')", database=db)
+        mariadb.execute("DELETE FROM orders WHERE id = 4", database=db)
+        want = _rows(mariadb, db, "orders", "id")
+        deadline = time.monotonic() + 120
+        while not (root / db / "orders").exists() or _delta(root, db, "orders", ["id"]) != want:
+            assert time.monotonic() < deadline, (len(_delta(root, db, "orders", ["id"])),
+                                                 len(want))
+            assert q.exception() is None, q.exception()
+            time.sleep(0.5)
+        mariadb.execute("INSERT INTO orders VALUES (1, 1, 1, 'new', 'after', NULL)", database=db)
+        want = _rows(mariadb, db, "orders", "id")
+        deadline = time.monotonic() + 60
+        while _delta(root, db, "orders", ["id"]) != want:
+            assert time.monotonic() < deadline and q.exception() is None, q.exception()
+            time.sleep(0.3)
+    finally:
+        q.stop()
+    assert ops.count("r") == 2999                  # the table as the re-snapshot read it
