@@ -150,7 +150,10 @@ class SourceOptions:
         if str(get("startingPosition") or "").strip().lower() == "snapshot":
             kw["snapshot"] = True            # from the binlog end taken before the snapshot
         else:
-            kw["starting"] = Start.parse(get("startingPosition"), option="startingPosition")
+            try:
+                kw["starting"] = Start.parse(get("startingPosition"), option="startingPosition")
+            except ConfigurationError as e:
+                raise ConfigurationError(f"{e}; or snapshot (read the tables first)") from None
         if get("snapshotChunkRows"):
             kw["snapshot_chunk_rows"] = _int("snapshotChunkRows", get("snapshotChunkRows"), 1)
         if get("signalTable"):
