@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from collections import Counter
@@ -23,11 +22,11 @@ deltalake = pytest.importorskip("deltalake")
 
 from faultkit import (Figures, Writer, change_key, create_table,  # noqa: E402,F401
                       expected_changes, fault_time_bound, marker, server_state)
+from support.processes import kill_group, start_job  # noqa: E402
 from support.spark_support import source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark]
 
-REPO = Path(__file__).resolve().parents[2]
 
 JOB = textwrap.dedent("""
     import json, sys
@@ -59,24 +58,6 @@ JOB = textwrap.dedent("""
     print("done", flush=True)
     spark.stop()
 """)
-
-
-def start_job(script: Path, cfg: dict, log: Path) -> subprocess.Popen:
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
-               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, str(script), json.dumps(cfg)], cwd=str(REPO),
-                                env=env, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-
-
-def kill_9(proc: subprocess.Popen) -> None:
-    """SIGKILL the job and its Spark JVM (the job leads its own process group)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait(timeout=30)
 
 
 def batch_lines(log: Path) -> list[str]:
@@ -133,7 +114,7 @@ def test_kill_9_of_a_delta_driver_mid_stream(mariadb_factory, tmp_path):
                     figures.recoveries.append(time.monotonic() - killed_at)
                 time.sleep(delay)
             finally:
-                kill_9(proc)
+                kill_group(proc)
             killed_at = time.monotonic()
             figures.extra.setdefault("kill_after_batches", []).append(batches_in(log) - seen)
     finally:
@@ -145,7 +126,7 @@ def test_kill_9_of_a_delta_driver_mid_stream(mariadb_factory, tmp_path):
     try:
         rc = proc.wait(timeout=180)
     except subprocess.TimeoutExpired:
-        kill_9(proc)
+        kill_group(proc)
         pytest.fail(f"the draining run did not finish:\n{log.read_text()[-3000:]}")
     assert rc == 0, log.read_text()[-3000:]
     figures.extra["drain_s"] = f"{time.monotonic() - drain_started:.0f}"

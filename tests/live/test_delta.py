@@ -12,10 +12,7 @@ clear errors for a table without a primary key and for a column type change.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
@@ -33,11 +30,11 @@ from cdc.errors import ConfigurationError, SchemaError  # noqa: E402
 from cdc.values.render import time_text  # noqa: E402
 from streaming.delta import DeltaUpserter  # noqa: E402
 
+from support.processes import kill_group, start_job  # noqa: E402
 from support.spark_support import source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark]
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def upserter(mariadb, root, app_id="test-app") -> DeltaUpserter:
@@ -283,22 +280,6 @@ JOB = textwrap.dedent("""
 """)
 
 
-def _start_job(script: Path, cfg: dict, log: Path) -> subprocess.Popen:
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
-               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.Popen([sys.executable, str(script), json.dumps(cfg)], cwd=str(REPO),
-                            env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)      # the job and its Spark JVM (its own session)
-    except ProcessLookupError:
-        pass
-    proc.wait(timeout=30)
-
-
 def test_killed_and_restarted_query(mariadb, db, tmp_path):
     create_tables(mariadb, db)
     start = mariadb.current_position()
@@ -315,7 +296,7 @@ def test_killed_and_restarted_query(mariadb, db, tmp_path):
            "options": source_options(mariadb, db, start, maxEventsPerTrigger=15),
            "marker_dir": str(markers), "hang_after": 1}
     log = tmp_path / "job.log"
-    proc = _start_job(script, cfg, log)
+    proc = start_job(script, cfg, log)
     try:
         deadline = time.monotonic() + 120
         while not any(markers.iterdir()):
@@ -323,7 +304,7 @@ def test_killed_and_restarted_query(mariadb, db, tmp_path):
             assert time.monotonic() < deadline, f"no batch committed:\n{log.read_text()[-3000:]}"
             time.sleep(0.3)
     finally:
-        _kill_group(proc)                        # kill -9 mid-stream (inside batch 1)
+        kill_group(proc)                        # kill -9 mid-stream (inside batch 1)
     hung = int(next(markers.iterdir()).name)
     assert hung == 1
     applied = {t: DeltaTable(str(root / db / t)).transaction_version("kill-test")
@@ -334,11 +315,11 @@ def test_killed_and_restarted_query(mariadb, db, tmp_path):
     workload(mariadb, db, base=100)              # more changes while the query is down
     cfg.update(hang_after=None)
     cfg["options"]["maxEventsPerTrigger"] = "100"   # batch 1 is replayed with its logged range
-    proc = _start_job(script, cfg, log)
+    proc = start_job(script, cfg, log)
     try:
         proc.wait(timeout=150)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        kill_group(proc)
         pytest.fail(f"restarted job did not finish:\n{log.read_text()[-3000:]}")
     out = log.read_text()
     assert proc.returncode == 0, out[-3000:]

@@ -9,9 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -27,6 +25,7 @@ from deltalake import DeltaTable  # noqa: E402
 
 from streaming.delta import DeltaUpserter  # noqa: E402
 
+from support.processes import kill_group, start_job  # noqa: E402
 from support.spark_support import source_options  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -239,22 +238,6 @@ print("done", flush=True)
 """
 
 
-def _start_job(script: Path, cfg: dict, log: Path) -> subprocess.Popen:
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
-               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.Popen([sys.executable, str(script), json.dumps(cfg)], cwd=str(ROOT),
-                            env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)      # the job and its Spark JVM
-    except ProcessLookupError:
-        pass
-    proc.wait(timeout=30)
-
-
 @pytest.mark.slow
 def test_million_rows_killed_three_times_mid_snapshot(mariadb_factory, tmp_path):
     """1,000,000 rows (BINLOG_CDC_SNAPSHOT_ROWS) snapshotted while a writer inserts, updates
@@ -287,7 +270,7 @@ def test_million_rows_killed_three_times_mid_snapshot(mariadb_factory, tmp_path)
     try:
         for _kill in range(3):
             seen = log.read_text().count("batch ") if log.exists() else 0
-            proc = _start_job(script, cfg, log)
+            proc = start_job(script, cfg, log)
             deadline = time.monotonic() + 240
             try:
                 while log.read_text().count("batch ") < seen + 1:
@@ -296,7 +279,7 @@ def test_million_rows_killed_three_times_mid_snapshot(mariadb_factory, tmp_path)
                     time.sleep(0.2)
                 time.sleep(random.Random(_kill).uniform(0.5, 3.0))   # inside the next batch
             finally:
-                _kill_group(proc)
+                kill_group(proc)
             kills.append(log.read_text().count("batch "))
         assert "done" not in log.read_text(), "the snapshot ended before the third kill"
     finally:
@@ -305,11 +288,11 @@ def test_million_rows_killed_three_times_mid_snapshot(mariadb_factory, tmp_path)
         monitor.join()
     t1 = time.monotonic()
     killed_phase = t1 - t_snap
-    proc = _start_job(script, cfg, log)
+    proc = start_job(script, cfg, log)
     try:
         proc.wait(timeout=600)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        kill_group(proc)
         pytest.fail(log.read_text()[-3000:])
     out = log.read_text()
     assert proc.returncode == 0, out[-3000:]

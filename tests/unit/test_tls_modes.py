@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import socket
 import ssl
 import struct
 import subprocess
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from support.fake_source import BinlogFile, EventBuilder, FakeSource, event
+from support.processes import closed_port
 
 from cdc.binlog.constants import ChecksumAlg
 from cdc.binlog.parser import BinlogParser
@@ -223,14 +223,6 @@ def test_a_malformed_event_on_a_stream_names_file_and_position():
 
 
 # --- a first connection that never succeeds ------------------------------------------------------
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @pytest.mark.parametrize("command", [

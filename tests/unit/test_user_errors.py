@@ -6,22 +6,15 @@ tests/live/test_spark_source.py::test_unknown_option_lists_valid_ones)."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 
 import pytest
 
+from support.processes import closed_port
+
 from cdc.errors import ConfigurationError
 from streaming.options import SourceOptions
-
-
-def _closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def _cli(*args: str, tmp_path=None) -> subprocess.CompletedProcess:
@@ -68,7 +61,7 @@ CLI_CASES = [
 @pytest.mark.parametrize("case", CLI_CASES, ids=[c[0] for c in CLI_CASES])
 def test_cli_mistakes_exit_2_with_the_message_and_no_traceback(case, junk):
     _id, argv, fragment = case
-    port = str(_closed_port())
+    port = str(closed_port())
     argv = [junk if a == "JUNK" else a.replace("PORT", port) for a in argv]
     res = _cli(*argv)
     assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
