@@ -115,18 +115,25 @@ class BatchBuilder:
         typed = self.typed
         # RowChange.key() takes the primary key of the transaction's table map of that name
         tables = tx.tables_by_name
+        # TRUNCATE TABLEs (op t), each after the first .at rows events (a snapshot chunk has none)
+        truncates = getattr(tx, "truncates", None) or ()
+        k = 0
         prefix = None
         index = 0
-        for ev in tx.rows_events:
+        for number, ev in enumerate(tx.rows_events):
+            while k < len(truncates) and truncates[k].at <= number:
+                if prefix is None:
+                    prefix = self._prefix(file, pos)
+                self._truncate(truncates[k], index, (ts, server_id, file, pos, gtid, xid, prefix))
+                index += 1
+                k += 1
+                yield
             rows = ev.decode_rows()
             n = len(rows)
             if not n:
                 continue
-            if prefix is None:   # streaming.offsets.seq without the row index
-                number = self._file_numbers.get(file)
-                if number is None:
-                    number = self._file_numbers[file] = binlog_file_number(file)
-                prefix = "%010d:%012d:" % (number, pos)
+            if prefix is None:
+                prefix = self._prefix(file, pos)
             tmap = ev.table
             plan = self._plan(tmap)
             ncols = plan.ncols
@@ -184,6 +191,33 @@ class BatchBuilder:
             self.events.append((self.rows, op, tmap.schema, tmap.table, ts, server_id, file, pos,
                                 gtid, xid, prefix))
             yield
+        for t in truncates[k:]:
+            if prefix is None:
+                prefix = self._prefix(file, pos)
+            self._truncate(t, index, (ts, server_id, file, pos, gtid, xid, prefix))
+            index += 1
+            yield
+
+    def _prefix(self, file: str, pos: int) -> str:
+        """streaming.offsets.seq of a transaction, without the row index."""
+        number = self._file_numbers.get(file)
+        if number is None:
+            number = self._file_numbers[file] = binlog_file_number(file)
+        return "%010d:%012d:" % (number, pos)
+
+    def _truncate(self, t, index: int, envelope: tuple) -> None:
+        """One row for a TRUNCATE TABLE (:class:`cdc.binlog.transactions.Truncate`): op ``t``,
+        no images, no key; *envelope*: (ts_ms, server_id, file, pos, gtid, xid, seq prefix)."""
+        if self.typed:
+            self.before.append_nulls(1)
+            self.after.append_nulls(1)
+        else:
+            self.before.append(None)
+            self.after.append(None)
+        self.key.append(None)
+        self.s_row.append(index)
+        self.rows += 1
+        self.events.append((self.rows, "t", t.schema, t.table) + envelope)
 
     @staticmethod
     def _json(plan: _TablePlan, images, full: bool, out: list, n: int) -> None:
@@ -203,9 +237,7 @@ class BatchBuilder:
         children, filled = out.children, out.filled
         out.rows += n
         if images is None:
-            nones = [None] * n
-            for child in children:
-                child += nones
+            out.append_nulls(n, counted=True)
             return
         columns = list(zip(*images))        # the image's values, one tuple per column
         partial = None if full else set(present)
@@ -269,8 +301,9 @@ class BatchBuilder:
             fields=[st.field(i) for i in range(st.num_fields)])
         op = runs(op, pa.string())
         if self.typed:
-            before = self._typed_array(self.before, mask=pc.equal(op, "c"))
-            after = self._typed_array(self.after, mask=pc.equal(op, "d"))
+            # null structs where the op has no such image (r: a snapshot row, t: a truncate)
+            before = self._typed_array(self.before, mask=pc.is_in(op, _NO_BEFORE))
+            after = self._typed_array(self.after, mask=pc.is_in(op, _NO_AFTER))
         else:
             before = strings(self.before, self.before_filled)
             after = strings(self.after, self.after_filled)
@@ -290,6 +323,9 @@ class BatchBuilder:
 
 # typed values are converted to Arrow about this many at a time (and at least 256 rows)
 _TYPED_CHUNK_VALUES = 16384
+# the ops whose rows have no before / no after image
+_NO_BEFORE = pa.array(["c", "r", "t"])
+_NO_AFTER = pa.array(["d", "t"])
 
 
 class _TypedImage:
@@ -308,6 +344,14 @@ class _TypedImage:
         self.filled = [False] * n
         self.rows = 0
 
+    def append_nulls(self, n: int, counted: bool = False) -> None:
+        """*n* rows of no image (null in every child); *counted*: ``rows`` counts them already."""
+        nones = [None] * n
+        for child in self.children:
+            child += nones
+        if not counted:
+            self.rows += n
+
 
 def record_batches(transactions: Iterable, builder: BatchBuilder, rows_per_batch: int = 8192):
     """Arrow batches of the row changes of *transactions*, about *rows_per_batch* each: a batch
@@ -315,7 +359,7 @@ def record_batches(transactions: Iterable, builder: BatchBuilder, rows_per_batch
     memory stays bounded by the batch (every batch of a Spark partition belongs to the same
     micro-batch: offsets stay at transaction boundaries)."""
     for tx in transactions:
-        if tx.rows_events:
+        if tx.rows_events or getattr(tx, "truncates", None):     # a TRUNCATE-only one too
             for _ in builder.add_events(tx):
                 if len(builder) >= rows_per_batch:
                     yield builder.flush()

@@ -17,6 +17,13 @@ For every source table present in a micro-batch:
 3. one ``MERGE`` into ``<root>/<db>/<table>`` (created on first use): matched and deleted ->
    delete; matched -> update all columns; not matched and not deleted -> insert.
 
+``TRUNCATE TABLE`` (op ``t``) is applied in ``seq`` order with the other changes: what came
+before the batch's last truncate of a table is superseded, and the table ends up holding only
+what the changes after it left: one commit, the MERGE of those changes that also deletes every
+other row (``when_not_matched_by_source_delete``), or a plain delete of every row when nothing
+follows the truncate. A truncate of a table that has no Delta table yet, with nothing after it,
+does nothing (no table is created).
+
 Types: the Delta table's schema comes from the source table (``information_schema`` through
 :func:`streaming.catalog.columns_from_server`), with the Spark types of typed mode
 (:func:`streaming.schema.spark_column`) turned into Arrow types. Delta has no interval type, so
@@ -276,7 +283,8 @@ class DeltaUpserter:
 
     def upsert_arrow(self, changes: pa.Table, batch_id: int) -> dict[str, int]:
         """Upsert an Arrow table of changes (columns op, db, table, before, after, seq); returns
-        ``{"db.table": rows merged}`` (0: skipped as already applied)."""
+        ``{"db.table": rows merged}``, plus one for a truncate (0: skipped as already applied,
+        or nothing to do)."""
         with self._lock:
             return self._upsert(changes, int(batch_id))
 
@@ -324,10 +332,48 @@ class DeltaUpserter:
                     done[f"{db}.{name}"] = 0
                     continue
             rows.sort(key=seqs.__getitem__)
+            # a TRUNCATE supersedes everything before it: only what follows the last one counts
+            cut = next((k for k in range(len(rows) - 1, -1, -1) if ops[rows[k]] == "t"), None)
+            if cut is not None:
+                rows = rows[cut + 1:]
+                if not rows:
+                    done[f"{db}.{name}"] = self._truncate(db, name, path, dt, batch_id)
+                    continue
             source = self._last_changes(db, name, [(ops[i], befores[i], afters[i], seqs[i])
                                                    for i in rows], typed)
-            done[f"{db}.{name}"] = self._merge(db, name, path, dt, source, batch_id)
+            done[f"{db}.{name}"] = self._merge(db, name, path, dt, source, batch_id,
+                                               truncate=cut is not None)
         return done
+
+    def _commit_properties(self, db: str, name: str, batch_id: int, truncate: bool):
+        from deltalake import CommitProperties, Transaction
+        meta = {"binlog_cdc.batch_id": str(batch_id), "binlog_cdc.source": f"{db}.{name}"}
+        if truncate:
+            meta["binlog_cdc.truncate"] = "true"
+        return CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)],
+                                custom_metadata=meta)
+
+    def _truncate(self, db: str, name: str, path: str, dt, batch_id: int) -> int:
+        """A batch whose last change of the table is a TRUNCATE: delete every row (no table
+        definition needed; a table not in Delta yet stays absent)."""
+        if dt is None:
+            log.info("%s.%s: truncated before it has a Delta table: nothing to delete", db, name)
+            return 0
+        props = self._commit_properties(db, name, batch_id, truncate=True)
+        dt.delete(commit_properties=props)
+        self._recorded(path, batch_id, props)
+        return 1
+
+    def _recorded(self, path: str, batch_id: int, props) -> None:
+        """Make sure the batch id is recorded in the table: an operation that changed nothing
+        (a truncate of an empty table) commits nothing, so commit an empty append then."""
+        from deltalake import DeltaTable, write_deltalake
+        dt = DeltaTable(path, storage_options=self.storage_options)
+        applied = dt.transaction_version(self.app_id)
+        if applied is None or applied < batch_id:
+            empty = pa.schema(dt.schema().to_arrow()).empty_table()
+            write_deltalake(path, empty, mode="append", commit_properties=props,
+                            storage_options=self.storage_options)
 
     def _open(self, path: str):
         from deltalake import DeltaTable
@@ -417,8 +463,11 @@ class DeltaUpserter:
                 out.append(None)
         return out
 
-    def _merge(self, db: str, name: str, path: str, dt, source: pa.Table, batch_id: int) -> int:
-        from deltalake import CommitProperties, DeltaTable, Transaction
+    def _merge(self, db: str, name: str, path: str, dt, source: pa.Table, batch_id: int,
+               truncate: bool = False) -> int:
+        """MERGE the last changes per key; *truncate*: they follow a TRUNCATE, so every other
+        row of the table goes (in the same commit)."""
+        from deltalake import DeltaTable
         tbl = self._table(db, name)
         merge_schema = False
         if dt is None:
@@ -427,16 +476,20 @@ class DeltaUpserter:
         else:
             merge_schema = self._check_schema(db, name, dt, tbl)
         predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in tbl.primary_key)
-        props = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)],
-                                 custom_metadata={"binlog_cdc.batch_id": str(batch_id),
-                                                  "binlog_cdc.source": f"{db}.{name}"})
-        (dt.merge(source, predicate, source_alias="s", target_alias="t",
-                  merge_schema=merge_schema, commit_properties=props)
-           .when_matched_delete(predicate=f"s.{OP_COLUMN} = 'd'")
-           .when_matched_update_all(predicate=f"s.{OP_COLUMN} <> 'd'", except_cols=[OP_COLUMN])
-           .when_not_matched_insert_all(predicate=f"s.{OP_COLUMN} <> 'd'",
-                                        except_cols=[OP_COLUMN])
-           .execute())
+        props = self._commit_properties(db, name, batch_id, truncate)
+        merge = (dt.merge(source, predicate, source_alias="s", target_alias="t",
+                          merge_schema=merge_schema, commit_properties=props)
+                 .when_matched_delete(predicate=f"s.{OP_COLUMN} = 'd'")
+                 .when_matched_update_all(predicate=f"s.{OP_COLUMN} <> 'd'",
+                                          except_cols=[OP_COLUMN])
+                 .when_not_matched_insert_all(predicate=f"s.{OP_COLUMN} <> 'd'",
+                                              except_cols=[OP_COLUMN]))
+        if truncate:
+            merge = merge.when_not_matched_by_source_delete()
+        merge.execute()
+        if truncate:
+            self._recorded(path, batch_id, props)
+            return source.num_rows + 1
         return source.num_rows
 
     def _check_schema(self, db: str, name: str, dt, tbl: _Table) -> bool:

@@ -4,25 +4,30 @@ mode (:func:`spark_column`, :func:`typed_schema`).
 Column definitions from ``information_schema`` are read by :mod:`streaming.catalog`; row changes
 become Arrow record batches of this schema in :mod:`streaming.batches`.
 
-Schema (one row per row change, in binlog order)
-------------------------------------------------
+Schema (one row per change, in binlog order)
+--------------------------------------------
 ==========  ==========================  ==========================================================
 column      Spark type                  meaning
 ==========  ==========================  ==========================================================
-op          string                      ``c`` insert, ``u`` update, ``d`` delete
+op          string                      ``c`` insert, ``u`` update, ``d`` delete, ``t`` truncate
+                                        (``TRUNCATE TABLE``: every row of the table is gone),
+                                        ``r`` a row of the initial snapshot
 db          string                      database (schema) name
 table       string                      table name
-before      string (JSON) / struct      row image before the change (null for ``c``)
-after       string (JSON) / struct      row image after the change (null for ``d``)
+before      string (JSON) / struct      row image before the change (null for ``c``, ``r``,
+                                        ``t``)
+after       string (JSON) / struct      row image after the change (null for ``d``, ``t``)
 key         string (JSON)               primary-key columns and values, e.g. ``{"id": 7}``
-                                        (null when the table map carries no primary key)
+                                        (null when the table map carries no primary key, and
+                                        for ``t``)
 ts_ms       long                        commit time of the transaction, epoch milliseconds
 source      struct                      where the change comes from:
                                         ``server_id`` long (originating server),
                                         ``file`` string (binlog file),
                                         ``pos`` long (start of the transaction in ``file``),
                                         ``gtid`` string (the transaction's GTID, if any),
-                                        ``row`` int (index of the change in the transaction),
+                                        ``row`` int (index of the change in the transaction;
+                                        a truncate counts as one),
                                         ``xid`` long (InnoDB XID, null for non-XA engines)
 seq         string                      total order of all changes: zero-padded binlog file
                                         number, transaction start position and row index,

@@ -371,7 +371,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         at = last
         try:
             for tx in client.transactions():
-                r = sum(len(ev.rows) for ev in tx.rows_events) \
+                r = tx.change_count() \
                     if count_rows and not delivered_before(skip, tx) else 0
                 at = at.after(tx.file, tx.end_pos, tx.gtid)
                 signal = snapshot.signalled_tables(self.opts, tx) \

@@ -5,6 +5,11 @@ at ``QUERY BEGIN`` when there is no GTID event, and ends at XID, ``QUERY COMMIT`
 other non-transactional engines), ``XA PREPARE``/``XA COMMIT``, or -- for DDL and other
 statements outside BEGIN/COMMIT -- at that statement's QUERY event.
 
+``TRUNCATE [TABLE] [db.]t`` is logged as a statement (a QUERY event, a standalone DDL
+transaction in row-based binlogs) with no rows events: :func:`truncate_target` recognises it and
+the transaction carries it (:attr:`Transaction.truncates`) as a change with op ``"t"`` for that
+table, in binlog order with the row changes.
+
 Only committed transactions come out: a transaction cut off by the end of the input (or a
 ROLLBACK) is dropped, so resuming from :attr:`Transaction.end_pos` never repeats or skips one.
 """
@@ -12,6 +17,7 @@ ROLLBACK) is dropped, so resuming from :attr:`Transaction.end_pos` never repeats
 from __future__ import annotations
 
 import fnmatch
+import re
 from types import MappingProxyType
 from typing import Iterable, Iterator, Mapping, NamedTuple
 
@@ -22,6 +28,7 @@ from cdc.binlog.tablemap import TableMap
 from cdc.errors import SchemaError
 
 OPS = {"insert": "c", "update": "u", "delete": "d"}
+TRUNCATE = "t"   # the op of a TRUNCATE TABLE (Debezium's letter)
 
 
 class TableFilter:
@@ -47,9 +54,13 @@ class TableFilter:
 
 class RowChange(NamedTuple):
     """One changed row. ``before``/``after`` are value tuples in column order (None where the
-    operation has no such image); ``index`` numbers the row changes within the transaction."""
+    operation has no such image); ``index`` numbers the changes within the transaction.
 
-    op: str                 # "c", "u" or "d"
+    A ``TRUNCATE TABLE`` is a change too: op ``"t"``, no images (``before``/``after`` None),
+    ``columns`` the table's column names when a table map of it is in the transaction, else
+    empty; :meth:`key` is None."""
+
+    op: str                 # "c", "u", "d", or "t" (truncate)
     schema: str
     table: str
     before: tuple | None
@@ -60,7 +71,9 @@ class RowChange(NamedTuple):
 
     @property
     def table_map(self):
-        return self.tx._tables_by_name[(self.schema, self.table)]
+        """The transaction's table map of the change's table (None for a truncate of a table
+        the transaction has no rows of)."""
+        return self.tx._tables_by_name.get((self.schema, self.table))
 
     def image(self, which: str) -> dict | None:
         """``{"column": value}`` for "before" or "after"; columns outside the image are left out."""
@@ -72,7 +85,10 @@ class RowChange(NamedTuple):
     def key(self) -> dict | None:
         """The primary-key columns and values: from the after image, or the before image for
         deletes and for key columns an update's after image leaves out
-        (``binlog_row_image=MINIMAL`` logs only the changed columns after)."""
+        (``binlog_row_image=MINIMAL`` logs only the changed columns after). None for a table
+        without a primary key, and for a truncate."""
+        if self.op == TRUNCATE:
+            return None
         tmap = self.table_map
         if not tmap.primary_key:
             return None
@@ -88,13 +104,119 @@ def key_values(columns, primary_key, before, after) -> dict:
     return {columns[i]: after[i] if after[i] is not ABSENT else before[i] for i in primary_key}
 
 
+class Truncate(NamedTuple):
+    """A ``TRUNCATE TABLE schema.table`` in a transaction: it comes after the first ``at`` of
+    the transaction's (kept) rows events; ``query`` is its QUERY event."""
+
+    schema: str
+    table: str
+    at: int
+    query: QueryEvent
+
+
+# --- recognising TRUNCATE TABLE ---------------------------------------------------------------------
+
+_TRUNCATE_WORD = re.compile(r"truncate", re.IGNORECASE)
+# whitespace and comments (not the executable ones, /*!...*/ and /*M!...*/: their text is SQL);
+# "--" starts a comment only when a space or control character follows
+_SKIP = re.compile(r"(?:\s+|/\*(?!M?!).*?\*/|--(?=[\x00-\x20]|$)[^\n]*|#[^\n]*)*", re.DOTALL)
+_EXEC_OPEN = re.compile(r"/\*M?!\d*")
+_TOKEN = re.compile(r"""
+    (?P<w>[0-9A-Za-z_$\u0080-\U0010ffff]+)    # a word: keyword, name, number
+  | `(?P<b>(?:[^`]|``)*)`                       # a `quoted` name
+  | "(?P<d>(?:[^"]|"")*)"                       # a "quoted" name (ANSI_QUOTES)
+  | (?P<p>.)                                    # anything else, one character
+""", re.VERBOSE | re.DOTALL)
+
+
+def _sql_tokens(text: str, limit: int) -> list[tuple[str, str]]:
+    """The first tokens of a statement (at most *limit* + 1), comments and whitespace skipped:
+    ``("w", word)``, ``("q", quoted name)`` (quotes removed, doubled quotes undone) or
+    ``("p", character)`` (punctuation, a quote without its end, ...)."""
+    out: list[tuple[str, str]] = []
+    pos, end, executable = 0, len(text), 0
+    while len(out) <= limit:
+        pos = _SKIP.match(text, pos).end()
+        if pos >= end:
+            break
+        m = _EXEC_OPEN.match(text, pos)
+        if m is not None:                   # /*!50001 ... */: the text inside runs
+            executable += 1
+            pos = m.end()
+            continue
+        if executable and text.startswith("*/", pos):
+            executable -= 1
+            pos += 2
+            continue
+        m = _TOKEN.match(text, pos)
+        kind = m.lastgroup
+        value = m.group(kind)
+        if kind == "b":
+            kind, value = "q", value.replace("``", "`")
+        elif kind == "d":
+            kind, value = "q", value.replace('""', '"')
+        out.append((kind, value))
+        pos = m.end()
+    return out
+
+
+def _name(token) -> str | None:
+    kind, value = token
+    if kind == "q":
+        return value or None
+    if kind == "w" and not value.isdigit():
+        return value
+    return None
+
+
+def truncate_target(statement: str, default_db: str | None) -> tuple[str, str] | None:
+    """``(db, table)`` when *statement* is ``TRUNCATE [TABLE] [db.]table [WAIT n | NOWAIT]``
+    (any case, comments, quoted names; *default_db*: the database of an unqualified name, the
+    QUERY event's), None for every other statement -- a procedure or trigger whose body
+    truncates, a string that says TRUNCATE, ``ALTER TABLE ... TRUNCATE PARTITION``."""
+    if not _TRUNCATE_WORD.search(statement):
+        return None
+    toks = _sql_tokens(statement, 9)
+    toks.append(("", ""))                       # the end
+    if toks[0][0] != "w" or toks[0][1].lower() != "truncate":
+        return None
+    i = 1
+    if toks[i][0] == "w" and toks[i][1].lower() == "table":
+        i += 1
+    first = _name(toks[i])
+    if first is None:
+        return None
+    i += 1
+    db, table = default_db, first
+    if toks[i] == ("p", "."):
+        db, table = first, _name(toks[i + 1])
+        if table is None:
+            return None
+        i += 2
+    word = toks[i][1].lower() if toks[i][0] == "w" else None
+    if word == "nowait":
+        i += 1
+    elif word == "wait":                        # MariaDB: WAIT n (seconds, maybe fractional)
+        if not (toks[i + 1][0] == "w" and toks[i + 1][1].isdigit()):
+            return None
+        i += 2
+        if toks[i] == ("p", ".") and toks[i + 1][0] == "w" and toks[i + 1][1].isdigit():
+            i += 2
+    if toks[i] == ("p", ";"):
+        i += 1
+    if toks[i] != ("", "") or not db:
+        return None
+    return db, table
+
+
 class Transaction:
     """A committed transaction. ``pos`` is where it starts, ``end_pos`` the position after its
     commit event (the resume point), both in ``file``. ``gtid`` is its GTID as text (None
     without one)."""
 
     __slots__ = ("file", "pos", "end_pos", "_gtid", "xid", "timestamp", "server_id", "rows_events",
-                 "queries", "_tables_by_name", "commit_event", "events_seen", "standalone")
+                 "queries", "_tables_by_name", "commit_event", "events_seen", "standalone",
+                 "truncates")
 
     def __init__(self, file, pos, gtid, server_id, timestamp):
         self.file = file
@@ -106,6 +228,8 @@ class Transaction:
         self.server_id = server_id
         self.rows_events: list[RowsEvent] = []
         self.queries: list[QueryEvent] = []
+        # the TRUNCATE TABLEs the table filter kept, in order (a tuple: most have none)
+        self.truncates: tuple[Truncate, ...] = ()
         self._tables_by_name: dict = {}
         self.commit_event: Event | None = None
         self.events_seen = 0
@@ -132,8 +256,15 @@ class Transaction:
         return not self.rows_events and bool(self.queries)
 
     def changes(self) -> Iterator[RowChange]:
+        """The row changes and truncates, in binlog order; ``index`` counts both."""
         index = 0
-        for ev in self.rows_events:
+        truncates = self.truncates
+        k = 0
+        for n, ev in enumerate(self.rows_events):
+            while k < len(truncates) and truncates[k].at <= n:
+                yield self._truncate_change(truncates[k], index)
+                index += 1
+                k += 1
             tmap = ev.table
             op = OPS[ev.kind]
             cols = tmap.column_names
@@ -151,14 +282,27 @@ class Transaction:
                 for before in rows:
                     yield RowChange(op, schema, table, before, None, cols, self, index)
                     index += 1
+        for t in truncates[k:]:
+            yield self._truncate_change(t, index)
+            index += 1
+
+    def _truncate_change(self, t: Truncate, index: int) -> RowChange:
+        tmap = self._tables_by_name.get((t.schema, t.table))
+        return RowChange(TRUNCATE, t.schema, t.table, None, None,
+                         tmap.column_names if tmap is not None else [], self, index)
 
     def row_count(self) -> int:
+        """Rows changed (truncates not counted)."""
         return sum(len(ev.rows) for ev in self.rows_events)
+
+    def change_count(self) -> int:
+        """The number of :meth:`changes`: rows changed plus truncates."""
+        return self.row_count() + len(self.truncates)
 
     def __repr__(self) -> str:
         return (f"Transaction(file={self.file!r}, pos={self.pos}, end_pos={self.end_pos}, "
                 f"gtid={self.gtid!r}, xid={self.xid}, rows_events={len(self.rows_events)}, "
-                f"queries={len(self.queries)})")
+                f"queries={len(self.queries)}, truncates={len(self.truncates)})")
 
 
 _COMMIT_QUERIES = ("COMMIT", "XA COMMIT", "XA ROLLBACK")
@@ -222,13 +366,26 @@ class TransactionAssembler:
         # (DDL, standalone MariaDB GTID) it *is* the transaction.
         if tx is None:
             tx = self._begin(ev, None)
-            tx.queries.append(ev)
+            self._statement(tx, ev)
             return self._commit(tx, ev)
-        tx.queries.append(ev)
+        self._statement(tx, ev)
         if tx.standalone or (tx.standalone is None and tx.events_seen == 1):
             return self._commit(tx, ev)  # GTID then a statement, no BEGIN: DDL
         tx.events_seen += 1
         return None
+
+    def _statement(self, tx: Transaction, ev: QueryEvent) -> None:
+        """A statement of *tx*: kept in ``queries``; a TRUNCATE TABLE of a table the filter
+        keeps also in ``truncates`` (one that failed on the source, error code set, is not)."""
+        tx.queries.append(ev)
+        if ev.error_code:
+            return
+        target = truncate_target(ev.query, ev.schema)
+        if target is None:
+            return
+        if self.table_filter is not None and not self.table_filter(f"{target[0]}.{target[1]}"):
+            return
+        tx.truncates += (Truncate(target[0], target[1], len(tx.rows_events), ev),)
 
     def _on_rows(self, ev: RowsEvent) -> None:
         tx = self._tx

@@ -1,5 +1,8 @@
-"""One row change as a JSON line: the object of ``decode --format jsonl`` and
-``tail --format jsonl``."""
+"""One change as a JSON line: the object of ``decode --format jsonl`` and
+``tail --format jsonl``.
+
+``op`` is ``c``/``u``/``d`` for a row inserted/updated/deleted, ``t`` for a ``TRUNCATE TABLE``
+(``before``, ``after`` and ``key`` null; ``row`` its index among the transaction's changes)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,8 @@ from cdc.values.render import row_json, to_json_text
 
 
 def change_json(change) -> str:
-    """One row change as a JSON line (the CLI's jsonl format)."""
+    """One change (:class:`~cdc.binlog.transactions.RowChange`, a truncate too) as a JSON line
+    (the CLI's jsonl format)."""
     tx = change.tx
     key = change.key()
     return ("{" f'"op": "{change.op}", "db": {to_json_text(change.schema)}, '

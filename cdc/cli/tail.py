@@ -74,8 +74,9 @@ def change_text(change) -> str:
         images.append("before=" + row_json(change.columns, change.before))
     if change.after is not None:
         images.append("after=" + row_json(change.columns, change.after))
-    op = {"c": "INSERT", "u": "UPDATE", "d": "DELETE"}[change.op]
-    return f"{_ts(tx.timestamp)} {op} {change.schema}.{change.table} [{where}] {' '.join(images)}"
+    op = {"c": "INSERT", "u": "UPDATE", "d": "DELETE", "t": "TRUNCATE"}[change.op]
+    line = f"{_ts(tx.timestamp)} {op} {change.schema}.{change.table} [{where}]"
+    return line + " " + " ".join(images) if images else line
 
 
 # Rendered text written at a time: bounds tail's memory by a transaction's events (which it
