@@ -64,7 +64,10 @@ from cdc.replica.config import ReplicaConfig
 from cdc.replica.sql import SqlSession, connect
 
 from streaming.catalog import columns_from_server
+from streaming.json_images import NotFast, read_images, reader_schema
 from streaming.schema import spark_column
+
+_DECODE = json.JSONDecoder(parse_float=Decimal).decode   # one decoder (json.loads makes one a call)
 
 log = logging.getLogger("binlog_cdc.delta")
 
@@ -218,6 +221,7 @@ class _Table:
         self.schema = arrow_schema(info.columns)
         self.json_conv = [_from_json_value(c, s) for c, s in zip(self.columns, self.spark_types)]
         self.typed_conv = [_from_typed_value(c, s) for c, s in zip(self.columns, self.spark_types)]
+        self.read_schema = reader_schema(self.schema)      # None: JSON images value by value
 
 
 def default_table_path(root: str, db: str, table: str) -> str:
@@ -390,6 +394,11 @@ class DeltaUpserter:
     def _last_changes(self, db: str, name: str, changes: list, typed: bool) -> pa.Table:
         """The last change per primary key as an Arrow table: the table's columns + the op."""
         tbl = self._table(db, name)
+        if not typed and tbl.read_schema is not None:
+            try:
+                return self._last_changes_fast(tbl, changes)
+            except NotFast as e:
+                log.debug("%s.%s: per-value path (%s)", db, name, e)
         try:
             images = self._images(tbl, changes, typed)
         except _Mismatch:
@@ -427,6 +436,52 @@ class DeltaUpserter:
         return pa.Table.from_arrays(arrays, schema=tbl.schema.append(pa.field(OP_COLUMN,
                                                                                pa.string())))
 
+    def _last_changes_fast(self, tbl: _Table, changes: list) -> pa.Table:
+        """:meth:`_last_changes` of JSON images read in one pass (:mod:`streaming.json_images`);
+        :class:`NotFast` when they need the per-value path."""
+        a_at: dict[int, int] = {}
+        b_at: dict[int, int] = {}
+        afters, befores = [], []
+        for i, (op, before, after, _seq) in enumerate(changes):
+            if op == "d":
+                if before is None:
+                    raise NotFast("a delete without a before image")
+            elif after is None:
+                raise NotFast("a change without an after image")
+            else:
+                a_at[i] = len(afters)
+                afters.append(after)
+            if before is not None and op in ("d", "u"):
+                b_at[i] = len(befores)
+                befores.append(before)
+        a = read_images(afters, tbl.schema, tbl.read_schema, tbl.names)
+        b = read_images(befores, tbl.schema, tbl.read_schema, tbl.primary_key)
+        a_keys = list(zip(*(a.column(k).to_pylist() for k in tbl.primary_key)))
+        b_keys = list(zip(*(b.column(k).to_pylist() for k in tbl.primary_key)))
+        last: dict[tuple, tuple[str, int, int]] = {}       # key -> (op, 0: a / 1: b, row)
+        for i, (op, _b, _a, _seq) in enumerate(changes):   # in seq order: later changes win
+            if op == "d":
+                key = b_keys[b_at[i]]
+                last.pop(key, None)
+                last[key] = ("d", 1, b_at[i])
+                continue
+            new = a_keys[a_at[i]]
+            if op == "u" and i in b_at:
+                old = b_keys[b_at[i]]
+                if old != new:                  # primary key changed: the old row is gone
+                    last.pop(old, None)
+                    last[old] = ("d", 1, b_at[i])
+            last.pop(new, None)
+            last[new] = (op, 0, a_at[i])
+        parts, ops = [], []
+        for side, table in ((0, a), (1, b)):
+            picked = [(op, row) for op, s, row in last.values() if s == side]
+            if picked:
+                parts.append(table.take(pa.array([row for _op, row in picked], pa.int64())))
+                ops += [op for op, _row in picked]
+        out = pa.concat_tables(parts) if parts else tbl.schema.empty_table()
+        return out.append_column(pa.field(OP_COLUMN, pa.string()), pa.array(ops, pa.string()))
+
     def _images(self, tbl: _Table, changes: list, typed: bool) -> list:
         out = []
         for op, before, after, seq in changes:
@@ -446,7 +501,7 @@ class DeltaUpserter:
             row = image                         # dict: field name -> typed value
             conv = tbl.typed_conv
         else:
-            row = json.loads(image, parse_float=Decimal)
+            row = _DECODE(image)
             conv = tbl.json_conv
         extra = [k for k in row if k not in tbl.name_set]
         if extra:
