@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 
-from pyspark.sql.datasource import DataSourceReader
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from cdc.errors import ConfigurationError
@@ -75,10 +75,20 @@ class BoundedBatchReader(DataSourceReader):
             start = r.initialOffset()
             end = self.end_offset(start)
             log.info("bounded read from %s to %s", start, end)
-            return r.partitions(start, end)
+            # an empty range still needs a partition (Spark would add one of its own)
+            return r.partitions(start, end) or [EmptyRange()]
         finally:
             r.stop()
 
     def read(self, partition):
+        if isinstance(partition, EmptyRange):
+            return iter(())
         return self.stream.read(partition)
+
+
+class EmptyRange(InputPartition):
+    """The one partition of a read whose range holds no transaction."""
+
+    def __init__(self):
+        super().__init__(None)
 
