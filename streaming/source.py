@@ -51,8 +51,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               ReadMaxRows, SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
-from cdc.binlog.files import BinlogFileReader, binlog_paths
-from cdc.binlog.storage import LOCAL
+from cdc.binlog.files import BinlogFileReader
 from cdc.binlog.gtid import GtidSet
 from cdc.binlog.transactions import TransactionAssembler
 from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
@@ -68,7 +67,7 @@ from streaming.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anch
                                 delivered_before, lag_report, mysql_skip_set, need_scan,
                                 plan_chunks)
 from streaming.schema import JSON_SCHEMA, typed_schema
-from streaming.storage import storage_for
+from streaming.storage import list_files, storage_for
 from streaming import snapshot
 
 log = logging.getLogger("binlog_cdc.spark")
@@ -163,26 +162,12 @@ class FilePartition(InputPartition):
         self.path = path
 
 
-def file_storage(opts: SourceOptions, paths=None):
-    """Where the files of *paths* (default: the option paths) are (:mod:`streaming.storage`)."""
-    return storage_for(paths if paths is not None else opts.paths, opts.storage)
-
-
-def list_files(opts: SourceOptions) -> list[str]:
-    """The binlog files of the option paths, in order: local ones absolute (resolved here, on the
-    driver: an executor's working directory is not the driver's), or URLs."""
-    st = file_storage(opts)
-    if st is LOCAL:
-        return [str(p.absolute()) for p in binlog_paths(opts.paths)]
-    return binlog_paths(opts.paths, st)
-
-
 def columns_from_files(opts: SourceOptions, db: str, table: str):
     """The column definitions of *db.table* from the first TABLE_MAP for it in the files."""
     from cdc.binlog.events import TableMapEvent
     want = (db.lower(), table.lower())
-    st = file_storage(opts)
-    for path in list_files(opts):
+    st = storage_for(opts.paths, opts.storage)
+    for path in list_files(opts.paths, opts.storage):
         for ev in BinlogFileReader([path], storage=st, row_decoder=opts.row_decoder).events():
             if isinstance(ev, TableMapEvent):
                 tmap = ev.table
@@ -204,7 +189,7 @@ class FileBatchReader(DataSourceReader):
         self.columns = columns
 
     def partitions(self):
-        paths = list_files(self.opts)
+        paths = list_files(self.opts.paths, self.opts.storage)
         if not paths:
             raise ConfigurationError(f"no binlog files at {', '.join(self.opts.paths)}")
         return [FilePartition(p) for p in paths]
@@ -214,7 +199,7 @@ class FileBatchReader(DataSourceReader):
         asm = TransactionAssembler(self.opts.table_filter())
 
         def transactions():
-            st = file_storage(self.opts, [partition.path])
+            st = storage_for([partition.path], self.opts.storage)
             for ev in BinlogFileReader([partition.path], storage=st,
                                        row_decoder=self.opts.row_decoder).events():
                 tx = asm.push(ev)

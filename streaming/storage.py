@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import BinaryIO, Mapping
 
+from cdc.binlog.files import binlog_paths
 from cdc.binlog.storage import LOCAL, Storage, url_scheme
 from cdc.errors import ConfigurationError
 
@@ -205,3 +206,12 @@ def storage_for(paths, settings: Mapping[str, Mapping[str, str]]) -> Storage:
         raise ConfigurationError(f"the {scheme}:// paths of one read must be on one cluster or "
                                  f"account, not {', '.join(sorted(authorities))}")
     return ArrowStorage(scheme, authority, settings)
+
+
+def list_files(paths, settings: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """The binlog files of *paths*, in order: local ones absolute (resolved where this runs, the
+    driver: an executor's working directory is not the driver's), or URLs."""
+    st = storage_for(paths, settings)
+    if st is LOCAL:
+        return [str(p.absolute()) for p in binlog_paths(paths)]
+    return binlog_paths(paths, st)
