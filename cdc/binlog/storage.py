@@ -33,6 +33,19 @@ def url_scheme(path: str | os.PathLike) -> str | None:
     return m.group(1).lower() if m else None
 
 
+def local_path(url: str) -> str:
+    """A ``file://`` URL as a local path; another URL is a ConfigurationError that says how to
+    read it (the local reader reads the local disk)."""
+    scheme = url_scheme(url)
+    if scheme == "file":
+        rest = url.split("://", 1)[1]
+        return "/" + rest.split("/", 1)[1] if not rest.startswith("/") and "/" in rest else rest
+    raise ConfigurationError(
+        f"{url}: a {scheme}:// URL, and this reads local files only: read it with the Spark "
+        f"source (spark.read.format('binlog-cdc').load('{url}'), which reads s3://, gs://, "
+        f"abfs:// and hdfs:// through pyarrow.fs) or copy the files to a local directory first")
+
+
 class Storage:
     """A filesystem binlog files are listed and read from.  Paths are strings in the storage's
     own spelling; directories are separated by ``/``."""
@@ -137,6 +150,8 @@ def expand(items: Iterable[str | os.PathLike], storage: Storage = LOCAL) -> list
     out: list[str] = []
     for item in items:
         item = os.fspath(item)
+        if storage is LOCAL and url_scheme(item):
+            item = local_path(item)
         kind = storage.kind(item)
         if kind == "dir":
             files = sorted(storage.list_files(item), key=storage.name)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -144,6 +145,23 @@ def test_local_binlog_paths_unchanged(tmp_path):
         "mysql-bin.000001", "mysql-bin.000002", "mysql-bin.000003"]
     assert [p.name for p in binlog_paths([str(tmp_path / "*.000003")])] == ["mysql-bin.000003"]
     assert expand([str(tmp_path / "mysql-bin.000002")], LOCAL) == [str(tmp_path / "mysql-bin.000002")]
+
+
+def test_urls_on_the_local_reader_and_the_cli(tmp_path):
+    (tmp_path / "mysql-bin.000001").write_bytes(binlog(3))
+    assert [p.name for p in binlog_paths([f"file://{tmp_path}"])] == ["mysql-bin.000001"]
+    assert [p.name for p in binlog_paths([f"file://localhost{tmp_path}/mysql-bin.000001"])] == \
+        ["mysql-bin.000001"]
+    with pytest.raises(ConfigurationError, match=r"s3://b/k: a s3:// URL, and this reads local "
+                                                 r"files only: read it with the Spark source"):
+        binlog_paths(["s3://b/k"])
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "cdc", "decode", "gs://bucket/binlogs/"],
+                       capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert r.returncode == 2 and "gs://bucket/binlogs/: a gs:// URL" in r.stderr
+    assert "Traceback" not in r.stderr
 
 
 # --- pyarrow.fs (streaming.storage) -------------------------------------------------------------
