@@ -21,6 +21,8 @@ from cdc.positions import Start
 from cdc.replica.config import (PASSWORD_ENV, ReplicaConfig, RetryPolicy, Secret, SslOptions,
                                 random_server_id, read_password)
 
+from streaming.storage import storage_settings
+
 #: Where the source's password is set, named by an authentication error.
 PASSWORD_HINT = f"the Spark options password or passwordFile, or {PASSWORD_ENV} in the " \
     f"driver's and executors' environment"
@@ -64,6 +66,12 @@ OPTIONS: dict[str, str] = {
     "sslMode": "TLS: disabled | preferred (default) | required | verify_ca | verify_identity",
     "path": "batch: binlog file(s), directory, .index file or glob",
     "paths": "batch: several of those (set by DataFrameReader.load([...]))",
+    "endingPosition": "batch with host: read up to here (latest | {\"file\": ..., \"pos\": ...} "
+                      "| {\"gtid\": \"...\"}), from startingPosition",
+    "rowDecoder": "c | python | auto: the row decoder of the tasks (default: BINLOG_CDC_DECODER "
+                  "of each executor, else auto)",
+    "fs.<scheme>.<name>": "filesystem settings of s3://, gs://, abfs://, hdfs:// paths, e.g. "
+                          "fs.s3.endpoint, fs.s3.accessKey, fs.s3.secretKey (streaming.storage)",
 }
 _BY_LOWER = {k.lower(): k for k in OPTIONS}
 _TRUE = {"true", "1", "yes", "on"}
@@ -123,11 +131,18 @@ class SourceOptions:
     retry: RetryPolicy = TASK_RETRY
     ssl: SslOptions | bool | None = None
     paths: tuple = ()
+    ending: Start | None = None
+    row_decoder: str | None = None
+    storage: dict = field(default_factory=dict, repr=False)   # fs.<scheme>.<name> settings
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool = False) -> "SourceOptions":
         raw: dict[str, str] = {}
+        storage: dict = {}
         for k, v in dict(options).items():
+            if str(k).lower().startswith("fs."):
+                storage[str(k).lower()] = str(v)
+                continue
             canon = _BY_LOWER.get(str(k).lower())
             if canon is None:
                 valid = ", ".join(OPTIONS)
@@ -207,6 +222,17 @@ class SourceOptions:
                 more = [get("paths")]
             paths += [str(p) for p in (more if isinstance(more, list) else [more])]
         kw["paths"] = tuple(paths)
+        if get("endingPosition"):
+            kw["ending"] = Start.parse(get("endingPosition"), option="endingPosition")
+            if kw["ending"].kind == "earliest":
+                raise ConfigurationError("option endingPosition must be latest, a file/pos or a "
+                                         "GTID set, not earliest")
+        if get("rowDecoder"):
+            kw["row_decoder"] = str(get("rowDecoder")).strip().lower()
+            if kw["row_decoder"] not in ("auto", "c", "python"):
+                raise ConfigurationError(f"option rowDecoder must be c, python or auto, not "
+                                         f"{get('rowDecoder')!r}")
+        kw["storage"] = storage_settings(storage)
         opts = cls(**kw)
         if streaming:
             opts.check_connection()
@@ -230,6 +256,7 @@ class SourceOptions:
             ssl=self.ssl, connect_timeout=self.connect_timeout_s,
             heartbeat_interval=self.heartbeat_s, retry=self.retry,
             table_filter=self.table_filter(), check_server_id=False,
+            row_decoder=self.row_decoder,
             password_hint=PASSWORD_HINT)
 
     def table_filter(self) -> TableFilter | None:

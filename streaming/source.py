@@ -51,7 +51,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               ReadMaxRows, SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
-from cdc.binlog.files import BinlogFileReader, binlog_paths
+from cdc.binlog.files import BinlogFileReader
 from cdc.binlog.gtid import GtidSet
 from cdc.binlog.transactions import TransactionAssembler
 from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
@@ -59,6 +59,7 @@ from cdc.positions import Position, Start
 from cdc.replica.sql import connect, resolve_start
 
 from streaming.batches import BatchBuilder, record_batches
+from streaming.bounded import BoundedBatchReader
 from streaming.catalog import columns_from_server
 from streaming.driver import Driver, replica_client
 from streaming.options import SourceOptions
@@ -66,6 +67,7 @@ from streaming.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anch
                                 delivered_before, lag_report, mysql_skip_set, need_scan,
                                 plan_chunks)
 from streaming.schema import JSON_SCHEMA, typed_schema
+from streaming.storage import list_files, storage_for
 from streaming import snapshot
 
 log = logging.getLogger("binlog_cdc.spark")
@@ -127,6 +129,11 @@ class BinlogCdcDataSource(DataSource):
 
     def reader(self, schema: StructType) -> "FileBatchReader":
         opts = self.opts
+        if not opts.paths and opts.host and opts.ending is not None:
+            # startingPosition .. endingPosition of a live server, read like the stream
+            opts.check_connection()
+            return BoundedBatchReader(BinlogStreamReader(opts, schema,
+                                                         self._typed_columns(streaming=True)))
         if not opts.paths and opts.host:
             # a one-off read of the tables of a live server (a snapshot)
             return snapshot.SnapshotBatchReader(opts, schema, self._typed_columns(streaming=True))
@@ -148,6 +155,8 @@ class BinlogCdcDataSource(DataSource):
 
 
 class FilePartition(InputPartition):
+    """One binlog file: an absolute local path, or a URL (``s3://...``)."""
+
     def __init__(self, path: str):
         super().__init__(path)
         self.path = path
@@ -157,8 +166,9 @@ def columns_from_files(opts: SourceOptions, db: str, table: str):
     """The column definitions of *db.table* from the first TABLE_MAP for it in the files."""
     from cdc.binlog.events import TableMapEvent
     want = (db.lower(), table.lower())
-    for path in binlog_paths(opts.paths):
-        for ev in BinlogFileReader([path]).events():
+    st = storage_for(opts.paths, opts.storage)
+    for path in list_files(opts.paths, opts.storage):
+        for ev in BinlogFileReader([path], storage=st, row_decoder=opts.row_decoder).events():
             if isinstance(ev, TableMapEvent):
                 tmap = ev.table
                 if (tmap.schema.lower(), tmap.table.lower()) == want:
@@ -179,17 +189,19 @@ class FileBatchReader(DataSourceReader):
         self.columns = columns
 
     def partitions(self):
-        paths = binlog_paths(self.opts.paths)
+        paths = list_files(self.opts.paths, self.opts.storage)
         if not paths:
             raise ConfigurationError(f"no binlog files at {', '.join(self.opts.paths)}")
-        return [FilePartition(str(p)) for p in paths]
+        return [FilePartition(p) for p in paths]
 
     def read(self, partition: FilePartition) -> Iterator:
         builder = BatchBuilder(self.schema, self.columns)
         asm = TransactionAssembler(self.opts.table_filter())
 
         def transactions():
-            for ev in BinlogFileReader([partition.path]).events():
+            st = storage_for([partition.path], self.opts.storage)
+            for ev in BinlogFileReader([partition.path], storage=st,
+                                       row_decoder=self.opts.row_decoder).events():
                 tx = asm.push(ev)
                 if tx is not None:
                     yield tx

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import glob
 import os
-import re
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from cdc.binlog.constants import ColumnType as T
 from cdc.binlog.events import Event, TableMapEvent
 from cdc.binlog.parser import BinlogParser
+from cdc.binlog.storage import LOCAL, Storage, expand
 from cdc.errors import ConfigurationError
 from cdc.rows.backend import resolve_decoder
 from cdc.values.charsets import BINARY_COLLATION, charset_of
 from cdc.values.types import type_info
 
 CHUNK = 1 << 20
-_NUMBERED = re.compile(r"\.\d{6,}$")
 
 DEFAULT_CHARSET = "utf8mb4"
 """The character set of CHAR/VARCHAR/TEXT columns whose TABLE_MAP does not say (MySQL 5.x,
@@ -62,47 +60,17 @@ def apply_default_charset(tmap, collation: int) -> bool:
     return bool(missing)
 
 
-def binlog_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
-    """Expand files, globs, directories and ``.index`` files into binlog files, in order.
+def binlog_paths(paths: Iterable[str | os.PathLike], storage: Storage | None = None) -> list:
+    """Expand files, globs, directories and ``.index`` files into binlog files, in order
+    (:func:`cdc.binlog.storage.expand`): Paths on the local disk, the storage's path strings on
+    another *storage*.
 
     A directory contributes the files listed in its ``*.index`` file when there is one, else its
     files named like ``name.000123``. Order is that of the arguments, each expanded in order.
     """
-    out: list[Path] = []
-    for item in paths:
-        p = Path(item)
-        if p.is_dir():
-            indexes = sorted(p.glob("*.index"))
-            if indexes:
-                out += _from_index(indexes[0])
-            else:
-                out += sorted((f for f in p.iterdir() if f.is_file() and _NUMBERED.search(f.name)),
-                              key=lambda f: f.name)
-        elif p.suffix == ".index" and p.is_file():
-            out += _from_index(p)
-        elif p.is_file():
-            out.append(p)
-        else:
-            matches = sorted(glob.glob(str(item)))
-            if not matches:
-                raise ConfigurationError(f"no binlog file at {item!s}: give a file, a directory of "
-                                         f"binlogs, a .index file or a glob")
-            out += [Path(m) for m in matches if Path(m).is_file()]
-    return out
-
-
-def _from_index(index: Path) -> list[Path]:
-    files = []
-    for line in index.read_text().splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        f = Path(line)
-        if not f.is_absolute():
-            f = index.parent / f.name
-        if f.is_file():
-            files.append(f)
-    return files
+    if storage is None or storage is LOCAL:
+        return [Path(p) for p in expand(paths, LOCAL)]
+    return expand(paths, storage)
 
 
 class BinlogFileReader:
@@ -118,16 +86,20 @@ class BinlogFileReader:
         None: the process default), as :class:`~cdc.binlog.parser.BinlogParser` takes it.
     :param charset: the character set of text columns whose TABLE_MAP carries none
         (:data:`DEFAULT_CHARSET`, utf8mb4; ``"binary"``: keep their bytes).
+    :param storage: where the files are (:class:`~cdc.binlog.storage.Storage`; default the
+        local disk): each file is read as a stream of *chunk_size* chunks.
     """
 
     def __init__(self, paths: Iterable[str | os.PathLike] | str | os.PathLike, *,
                  start_position: int | None = None, stop_position: int | None = None,
                  verify_checksum: bool = True, follow_rotate: bool = False,
                  progress: Callable[[int, int], None] | None = None, chunk_size: int = CHUNK,
-                 row_decoder: str | None = None, charset: str = DEFAULT_CHARSET):
+                 row_decoder: str | None = None, charset: str = DEFAULT_CHARSET,
+                 storage: Storage | None = None):
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
-        self.paths = binlog_paths(paths)
+        self.storage = storage or LOCAL
+        self.paths = binlog_paths(paths, self.storage)
         if not self.paths:
             raise ConfigurationError("no binlog files to read")
         self.start_position = start_position
@@ -143,8 +115,9 @@ class BinlogFileReader:
         self.parser: BinlogParser | None = None
 
     def events(self) -> Iterator[Event]:
-        paths = list(self.paths)
-        total = sum(p.stat().st_size for p in paths)
+        st = self.storage
+        paths = [str(p) for p in self.paths]
+        total = sum(st.size(p) for p in paths)
         done = 0
         i = 0
         while i < len(paths):
@@ -160,25 +133,25 @@ class BinlogFileReader:
                         return
                     yield ev
             rotate_to = self.parser.rotated_to
-            done += path.stat().st_size
+            done += st.size(path)
             if self.progress:
                 self.progress(done, total)
             if last and self.follow_rotate and rotate_to:
-                nxt = path.parent / rotate_to
-                if nxt.is_file() and nxt not in paths:
+                nxt = st.join(st.parent(path), rotate_to)
+                if st.kind(nxt) == "file" and nxt not in paths:
                     paths.append(nxt)
-                    total += nxt.stat().st_size
+                    total += st.size(nxt)
             i += 1
 
     __iter__ = events
 
-    def _file_events(self, path: Path, start: int | None) -> Iterator[Event]:
-        parser = BinlogParser(file=path.name, verify_checksum=self.verify_checksum,
+    def _file_events(self, path: str, start: int | None) -> Iterator[Event]:
+        parser = BinlogParser(file=self.storage.name(path), verify_checksum=self.verify_checksum,
                               row_decoder=self.row_decoder)
         self.parser = parser
-        with open(path, "rb") as f:
-            if start is not None and start > 4:
-                # The format description first (it says how to read the rest), then jump.
+        if start is not None and start > 4:
+            # The format description first (it says how to read the rest), then jump.
+            with self.storage.open(path) as f:
                 while parser.format_description is None:
                     chunk = f.read(4096)
                     if not chunk:
@@ -187,10 +160,8 @@ class BinlogFileReader:
                     for ev in parser.events():
                         if parser.format_description is not None:
                             break
-                    if parser.format_description is not None:
-                        break
-                f.seek(start)
-                parser.seek(start)
+            parser.seek(start)
+        with self.storage.open(path, start if start is not None and start > 4 else 0) as f:
             done, collation = self._charsets_done, self._collation
             while True:
                 chunk = f.read(self.chunk_size)
