@@ -87,6 +87,10 @@ OPTION_CASES = [
     ({"snapshotChunkRows": "-5"}, "option snapshotChunkRows must be >= 1, not -5"),
     ({"signalTable": "signals"}, "option signalTable must name one table as db.table"),
     ({"passwordFile": "/nonexistent/pw"}, "/nonexistent/pw"),
+    ({"rowDecoder": "fast"}, "option rowDecoder must be c, python or auto, not 'fast'"),
+    ({"endingPosition": "earliest"}, "option endingPosition must be latest, a file/pos or a "
+                                     "GTID set, not earliest"),
+    ({"fs.s3": "x"}, "option 'fs.s3': filesystem settings are spelled fs.<scheme>.<name>"),
 ]
 
 
