@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -30,7 +31,17 @@ from pathlib import Path
 
 from cdc.errors import CdcError, ConfigurationError
 
-SECTIONS = {"source", "delta", "stream", "metrics", "spark"}
+SECTIONS = ("source", "delta", "stream", "metrics", "spark")
+DELTA_KEYS = ("path", "app_id")
+STREAM_KEYS = ("checkpoint", "trigger", "query_name")
+METRICS_KEYS = ("port",)
+PASSWORD_KEYS = ("password_env", "password_file")      # read by the job, not Spark options
+TABLE_LISTS = ("includeTables", "excludeTables")        # a TOML list or "db.a,db.b"
+BATCH_ONLY = ("path", "paths")                          # options of spark.read, not of a stream
+_UNITS = r"(?:week|day|hour|minute|second|millisecond|microsecond)s?"
+#: the interval texts Spark's processingTime trigger takes ("10 seconds", "1 minute 30 seconds")
+TRIGGER_INTERVAL = re.compile(rf"(?:interval\s+)?(?:\d+(?:\.\d+)?\s+{_UNITS}\s*)+",
+                              re.IGNORECASE)
 
 
 @dataclass
@@ -46,11 +57,23 @@ class JobConfig:
 
     @property
     def available_now(self) -> bool:
-        return self.trigger.replace("_", "").lower() == "availablenow"
+        return _is_available_now(self.trigger)
+
+    def source_options(self):
+        """The ``[source]`` options parsed by the source's own parser
+        (:class:`streaming.options.SourceOptions`); raises its :class:`ConfigurationError`."""
+        from streaming.options import SourceOptions
+        return SourceOptions.parse(self.source, streaming=True)
+
+
+def _is_available_now(trigger: str) -> bool:
+    return trigger.replace("_", "").lower() == "availablenow"
 
 
 def load_config(path: str | os.PathLike) -> JobConfig:
-    """Read and check a job config (TOML); errors name the file and the key to fix."""
+    """Read and check a whole job config (TOML), the ``[source]`` options with the Spark source's
+    own parser, so that a mistake stops the job before Spark starts. Every error is a
+    :class:`ConfigurationError` naming the file, the section and the key to fix."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10: the same parser as a package
@@ -62,42 +85,141 @@ def load_config(path: str | os.PathLike) -> JobConfig:
     except FileNotFoundError:
         raise ConfigurationError(f"job config {where} does not exist (start from "
                                  f"conf/job.example.toml)") from None
+    except OSError as e:
+        raise ConfigurationError(f"job config {where} cannot be read: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigurationError(f"job config {where} is not valid TOML: {e}") from None
-    unknown = set(raw) - SECTIONS
+    try:
+        return _check(raw)
+    except ConfigurationError as e:
+        raise ConfigurationError(f"job config {where}: {e}") from None
+
+
+def _check(raw: dict) -> JobConfig:
+    unknown = [k for k in raw if k not in SECTIONS]
     if unknown:
-        raise ConfigurationError(f"job config {where}: unknown section(s) {sorted(unknown)}; "
-                                 f"the sections are {sorted(SECTIONS)}")
+        raise ConfigurationError(f"unknown section(s) {sorted(unknown)}; the sections are "
+                                 f"{sorted(SECTIONS)}")
+    for name, value in raw.items():
+        if not isinstance(value, dict):
+            raise ConfigurationError(f"[{name}] must be a table (a [{name}] header with keys "
+                                     f"under it), not {value!r}")
+    source = _source(raw.get("source", {}))
+    delta = raw.get("delta", {})
+    _known_keys("delta", delta, DELTA_KEYS)
+    stream = raw.get("stream", {})
+    _known_keys("stream", stream, STREAM_KEYS)
+    cfg = JobConfig(source=source, delta_path=_text("delta", delta, "path", required=True),
+                    app_id=_text("delta", delta, "app_id", required=True),
+                    checkpoint=_text("stream", stream, "checkpoint", required=True),
+                    trigger=_trigger(stream), query_name=_text("stream", stream, "query_name"),
+                    metrics_port=_metrics_port(raw.get("metrics", {})),
+                    spark=_spark(raw.get("spark", {})))
+    try:
+        cfg.source_options()
+    except ConfigurationError as e:
+        raise ConfigurationError(f"[source] {e}") from None
+    return cfg
 
-    def need(section: str, key: str):
-        value = raw.get(section, {}).get(key)
-        if value in (None, ""):
-            raise ConfigurationError(f"job config {where}: [{section}] {key} is required")
-        return value
 
-    source = {str(k): _option_text(v) for k, v in raw.get("source", {}).items()}
+def _known_keys(section: str, table: dict, valid, also: str = "") -> None:
+    import difflib
+    lower = {v.lower(): v for v in valid}
+    for key in table:
+        if str(key).lower() in lower:
+            continue
+        close = difflib.get_close_matches(str(key).lower(), list(lower), n=1, cutoff=0.6)
+        hint = f" (did you mean {lower[close[0]]}?)" if close else ""
+        raise ConfigurationError(f"[{section}] unknown key {key!r}{hint}; the keys are "
+                                 f"{', '.join(valid)}{also}")
+
+
+def _text(section: str, table: dict, key: str, required: bool = False) -> str | None:
+    value = table.get(key)
+    if value is None:
+        if required:
+            raise ConfigurationError(f"[{section}] {key} is required")
+        return None
+    if not isinstance(value, str):
+        raise ConfigurationError(f"[{section}] {key} must be a string, not {value!r}")
+    if not value.strip():
+        raise ConfigurationError(f"[{section}] {key} must not be empty")
+    return value
+
+
+def _source(table: dict) -> dict[str, str]:
+    from streaming.options import OPTIONS
+    for key in table:
+        if key in BATCH_ONLY:
+            raise ConfigurationError(f"[source] {key} is for batch reads of binlog files "
+                                     f"(spark.read), not for the job's stream")
+    _known_keys("source", table, [k for k in OPTIONS if k not in BATCH_ONLY] + list(PASSWORD_KEYS),
+                also=" (README: Options)")
+    given = [k for k in ("password", "passwordFile", *PASSWORD_KEYS)
+             if any(str(t).lower() == k.lower() for t in table)]
+    if len(given) > 1:
+        raise ConfigurationError(f"[source] password, password_env and password_file exclude "
+                                 f"each other (given: {', '.join(given)})")
+    source = {}
+    for key, value in table.items():
+        if key in TABLE_LISTS and isinstance(value, list) \
+                and all(isinstance(v, str) for v in value):
+            value = ",".join(value)
+        elif key in TABLE_LISTS and not isinstance(value, str):
+            raise ConfigurationError(f"[source] {key} must be a string (\"db.t1,db.t2\") or a "
+                                     f"list of strings, not {value!r}")
+        source[str(key)] = _option_text(value)
     secret_env = source.pop("password_env", None)
     secret_file = source.pop("password_file", None)
     if secret_env:
         if secret_env not in os.environ:
-            raise ConfigurationError(f"job config {where}: [source] password_env names "
-                                     f"{secret_env}, which is not set in the environment")
+            raise ConfigurationError(f"[source] password_env names {secret_env}, which is not "
+                                     f"set in the environment")
         source["password"] = os.environ[secret_env]
     elif secret_file:
         try:
             source["password"] = Path(secret_file).read_text().rstrip("\n")
         except OSError as e:
-            raise ConfigurationError(f"job config {where}: [source] password_file: {e}") \
-                from None
-    need("source", "host")
-    stream = raw.get("stream", {})
-    port = raw.get("metrics", {}).get("port")
-    return JobConfig(source=source, delta_path=str(need("delta", "path")),
-                     app_id=str(need("delta", "app_id")), checkpoint=str(need("stream", "checkpoint")),
-                     trigger=str(stream.get("trigger", "10 seconds")),
-                     query_name=stream.get("query_name"),
-                     metrics_port=int(port) if port is not None else None,
-                     spark={str(k): _option_text(v) for k, v in raw.get("spark", {}).items()})
+            raise ConfigurationError(f"[source] password_file: {e}") from None
+    if not source.get("host"):
+        raise ConfigurationError("[source] host is required")
+    return source
+
+
+def _trigger(stream: dict) -> str:
+    trigger = _text("stream", stream, "trigger")
+    if trigger is None:
+        return "10 seconds"
+    if not _is_available_now(trigger) and not TRIGGER_INTERVAL.fullmatch(trigger.strip()):
+        raise ConfigurationError(f"[stream] trigger {trigger!r} is not an interval Spark takes "
+                                 f"(\"10 seconds\", \"1 minute\", \"500 milliseconds\") nor "
+                                 f"\"availableNow\"")
+    return trigger
+
+
+def _metrics_port(metrics: dict) -> int | None:
+    _known_keys("metrics", metrics, METRICS_KEYS)
+    port = metrics.get("port")
+    if port is None:
+        return None
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigurationError(f"[metrics] port must be an integer from 0 to 65535, not "
+                                 f"{port!r} (0: any free port)")
+    return port
+
+
+def _spark(table: dict) -> dict[str, str]:
+    out = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            raise ConfigurationError(f"[spark] {key} is a table: quote a setting's dotted name, "
+                                     f"\"spark.sql.shuffle.partitions\" = \"2\"")
+        if key != "master" and not key.startswith("spark."):
+            raise ConfigurationError(f"[spark] {key} is not a Spark setting: the keys are master "
+                                     f"and spark.* settings (quoted: \"spark.sql.shuffle."
+                                     f"partitions\" = \"2\")")
+        out[key] = _option_text(value)
+    return out
 
 
 def _option_text(v) -> str:
@@ -112,11 +234,9 @@ def _option_text(v) -> str:
 def start(spark, cfg: JobConfig, upserter=None):
     """Start the streaming query of *cfg* (foreachBatch into a DeltaUpserter); returns it."""
     from streaming.delta import DeltaUpserter
-    from streaming.options import SourceOptions
     if upserter is None:
         # the upserter reaches the server exactly as the stream does (TLS settings included)
-        config = SourceOptions.parse({k: _option_text(v) for k, v in cfg.source.items()}) \
-            .replica_config()
+        config = cfg.source_options().replica_config()
         upserter = DeltaUpserter(cfg.delta_path, config=config, app_id=cfg.app_id)
     reader = spark.readStream.format("binlog-cdc")
     for k, v in cfg.source.items():
