@@ -7,16 +7,24 @@ The TOML file (see ``conf/job.example.toml``) has the sections
 * ``[source]``: the options of ``spark.readStream.format("binlog-cdc")`` as they are written
   there (``host``, ``port``, ``user``, ``includeTables``, ``startingPosition``, ...);
   ``password_env`` / ``password_file`` read the password from an environment variable / a file
-  instead of writing it in the config;
+  instead of writing it in the config; ``includeTables``/``excludeTables`` may be lists;
 * ``[delta]``: ``path`` (one Delta table per source table under it, ``<path>/<db>/<table>``)
   and ``app_id`` (names the stream in the tables' transaction logs: one per checkpoint);
 * ``[stream]``: ``checkpoint`` (required), ``trigger`` (``"10 seconds"``, or ``"availableNow"``
   to drain what is there and stop), ``query_name``;
-* ``[metrics]``: ``port`` of a Prometheus ``/metrics`` endpoint (optional);
+* ``[metrics]``: ``port`` of a Prometheus ``/metrics`` endpoint (optional; 0: any free port);
 * ``[spark]``: ``master`` and any ``spark.*`` settings for the session (when the job starts
   it; an already running session is used as it is).
 
-Progress (batch, rows, lag) is printed after every micro-batch.
+The whole file is checked before Spark starts, ``[source]`` by the source's own option parser: a
+mistake is one line naming the section and the key, exit status 2.
+
+One line is printed per micro-batch that ran (batch id, rows, lag). SIGINT (Ctrl-C) or SIGTERM
+stops the stream after its running micro-batch and prints the committed offset the next run
+resumes from (exit status 0; a second signal exits at once). A failure of the stream is one line
+on stderr: a binlog-cdc error (wrong password, unreachable server, purged binlog, a table
+without primary key, ...) with exit status 2, anything else with 1 (``--traceback`` for all of
+it).
 """
 
 from __future__ import annotations
@@ -269,48 +277,119 @@ def progress_line(p: dict) -> str:
             f"{lag.get('behindTransactions')} transactions behind")
 
 
-def run(cfg: JobConfig, spark=None, out=sys.stdout) -> int:
-    """Run the job until it stops (availableNow) or is interrupted; 0 on success."""
+def run(cfg: JobConfig, spark=None, out=None, stop=None) -> int:
+    """Run the job until it ends (``availableNow``: the binlog drained), *stop* is set (a
+    :class:`~streaming.apps.runtime.StopSignals` or a :class:`threading.Event`) or the query
+    fails (its exception is raised). Prints one line per real micro-batch and, at the end, the
+    committed offset the next run resumes from. Returns 0.
+
+    Without *spark* the job starts its own session (``[spark]`` settings) and stops it at the
+    end; the metrics listener and its HTTP server are removed in any case. *out* defaults to
+    ``sys.stdout`` (at call time)."""
+    from streaming.apps.runtime import Batches
+    out = out if out is not None else sys.stdout
+    started = time.monotonic()
+    owned = False
     if spark is None:
-        spark = _session(cfg)
-    if cfg.metrics_port is not None:
-        from streaming.metrics import start_metrics
-        start_metrics(spark, port=cfg.metrics_port)
-        print(f"Prometheus metrics on http://127.0.0.1:{cfg.metrics_port}/metrics", file=out)
-    query = start(spark, cfg)
-    print(f"streaming {cfg.source.get('host')} into {cfg.delta_path} (checkpoint "
-          f"{cfg.checkpoint}, trigger {cfg.trigger})", file=out, flush=True)
-    seen = -1
+        spark, owned = _session(cfg)
+        if hasattr(stop, "install"):
+            stop.install()       # a new SparkContext has just put its own SIGINT handler in place
+    listener = query = None
+    batches = Batches()
     try:
-        while True:
-            done = query.awaitTermination(1.0)
-            for p in query.recentProgress:
-                if p.get("batchId", -1) > seen:
-                    seen = p["batchId"]
-                    print(progress_line(p), file=out, flush=True)
-            if done:
-                break
-    except KeyboardInterrupt:
-        print("interrupted: stopping the query (it resumes from its checkpoint)", file=out)
-        query.stop()
-    if query.exception() is not None:
-        raise query.exception()
-    return 0
+        if _requested(stop):
+            print("stopped before the stream started", file=out, flush=True)
+            return 0
+        if cfg.metrics_port is not None:
+            from streaming.metrics import start_metrics
+            listener = start_metrics(spark, port=cfg.metrics_port)
+            print(f"Prometheus metrics on http://127.0.0.1:{listener.port}/metrics", file=out,
+                  flush=True)
+        query = start(spark, cfg)
+        print(f"streaming {cfg.source.get('host')} into {cfg.delta_path} (checkpoint "
+              f"{cfg.checkpoint}, trigger {cfg.trigger})", file=out, flush=True)
+        done = False
+        while not done and not _requested(stop):
+            done = query.awaitTermination(1.0)     # raises the query's failure
+            for p in batches.new(query):
+                print(progress_line(p), file=out, flush=True)
+        if not done:
+            _stop_between_batches(query)
+            for p in batches.new(query):
+                print(progress_line(p), file=out, flush=True)
+        if query.exception() is not None:
+            raise query.exception()
+        print(_stopped_line(cfg, batches, time.monotonic() - started), file=out, flush=True)
+        return 0
+    finally:
+        if query is not None and query.isActive:
+            query.stop()
+        if listener is not None:
+            from streaming.metrics import stop_metrics
+            stop_metrics(spark, listener)
+        if owned:
+            spark.stop()
+
+
+def _requested(stop) -> bool:
+    if stop is None:
+        return False
+    if hasattr(stop, "is_set"):
+        return stop.is_set()
+    return bool(stop)
+
+
+def _stop_between_batches(query, wait: float = 30.0) -> None:
+    """Stop *query* once its running micro-batch has ended (waiting *wait* seconds at most: a
+    batch interrupted by the stop runs again on the next start, which is safe but wasted work).
+    A query behind the binlog runs its batches back to back: the end of the running one is
+    seen as a new progress event."""
+    def last():
+        p = query.lastProgress
+        return (p or {}).get("timestamp"), (p or {}).get("batchId")
+
+    before = last()
+    deadline = time.monotonic() + wait
+    while query.isActive and query.status.get("isTriggerActive") and last() == before \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    query.stop()
+
+
+def _stopped_line(cfg: JobConfig, batches, seconds: float) -> str:
+    from streaming.apps.runtime import committed_offset, offset_text
+    offset = committed_offset(cfg.checkpoint) or batches.offset
+    ran = f"after {seconds:.1f} s, {len(batches.seen)} batches, {batches.rows} rows"
+    if offset is None:
+        return f"stopped before a batch was committed ({ran})"
+    return (f"stopped at offset {offset_text(offset)} ({ran}); the next run resumes there from "
+            f"the checkpoint {cfg.checkpoint}")
 
 
 def _session(cfg: JobConfig):
+    """``(session, started here)``: the active session, or a new one from ``[spark]`` (no
+    console progress bars: they would mix with the job's lines; Spark's error log of a failed
+    query off: the job reports the error itself)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
+    from streaming.apps.runtime import quiet_query_errors
     active = SparkSession.getActiveSession()
     if active is not None:
-        return active
+        return active, False
     b = SparkSession.builder.appName(cfg.query_name or "binlog-cdc-job")
     b = b.master(cfg.spark.get("master", "local[2]"))
-    b = b.config("spark.sql.session.timeZone", "UTC")
-    for k, v in cfg.spark.items():
-        if k != "master":
-            b = b.config(k, v)
-    return b.getOrCreate()
+    settings = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false",
+                # Spark's warnings (a batch falling behind, a batch interrupted by the stop)
+                # would mix with the job's lines, which say as much
+                "spark.log.level": "ERROR",
+                # adaptive execution does not apply to streams (Spark warns it is disabled)
+                "spark.sql.adaptive.enabled": "false"}
+    settings.update((k, v) for k, v in cfg.spark.items() if k != "master")
+    for k, v in settings.items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    quiet_query_errors(spark)
+    return spark, True
 
 
 def main(argv=None) -> int:
@@ -319,18 +398,29 @@ def main(argv=None) -> int:
     ap.add_argument("config", help="the job's TOML file (see conf/job.example.toml)")
     ap.add_argument("--available-now", action="store_true",
                     help="drain what the binlog holds now, then stop (overrides [stream] trigger)")
+    ap.add_argument("--traceback", action="store_true",
+                    help="on a failure that is not a binlog-cdc error, show the whole traceback")
     args = ap.parse_args(argv)
-    try:
-        cfg = load_config(args.config)
-        if args.available_now:
-            cfg.trigger = "availableNow"
-        t = time.monotonic()
-        rc = run(cfg)
-        print(f"stopped after {time.monotonic() - t:.1f} s", flush=True)
-        return rc
-    except CdcError as e:
-        print(f"binlog-cdc job: {e}", file=sys.stderr)
-        return 2
+    from streaming.apps.runtime import StopSignals, cdc_error, failure_summary
+    with StopSignals("binlog-cdc job") as stop:
+        try:
+            cfg = load_config(args.config)
+            if args.available_now:
+                cfg.trigger = "availableNow"
+            return run(cfg, stop=stop)
+        except KeyboardInterrupt:     # only while PySpark's SIGINT handler was in place
+            print("binlog-cdc job: interrupted", file=sys.stderr)
+            return 130
+        except Exception as e:  # noqa: BLE001 - reported in one line, exit status 1 or 2
+            err = cdc_error(e)
+            if err is not None:
+                print(f"binlog-cdc job: {err}", file=sys.stderr)
+                return 2
+            if args.traceback:
+                raise
+            print(f"binlog-cdc job: the stream failed: {failure_summary(e)} (--traceback shows "
+                  f"the whole error)", file=sys.stderr)
+            return 1
 
 
 if __name__ == "__main__":
