@@ -286,7 +286,7 @@ def run(cfg: JobConfig, spark=None, out=None, stop=None) -> int:
     Without *spark* the job starts its own session (``[spark]`` settings) and stops it at the
     end; the metrics listener and its HTTP server are removed in any case. *out* defaults to
     ``sys.stdout`` (at call time)."""
-    from streaming.apps.runtime import Batches
+    from streaming.apps.runtime import Batches, stop_between_batches
     out = out if out is not None else sys.stdout
     started = time.monotonic()
     owned = False
@@ -314,7 +314,7 @@ def run(cfg: JobConfig, spark=None, out=None, stop=None) -> int:
             for p in batches.new(query):
                 print(progress_line(p), file=out, flush=True)
         if not done:
-            _stop_between_batches(query)
+            stop_between_batches(query)
             for p in batches.new(query):
                 print(progress_line(p), file=out, flush=True)
         if query.exception() is not None:
@@ -337,23 +337,6 @@ def _requested(stop) -> bool:
     if hasattr(stop, "is_set"):
         return stop.is_set()
     return bool(stop)
-
-
-def _stop_between_batches(query, wait: float = 30.0) -> None:
-    """Stop *query* once its running micro-batch has ended (waiting *wait* seconds at most: a
-    batch interrupted by the stop runs again on the next start, which is safe but wasted work).
-    A query behind the binlog runs its batches back to back: the end of the running one is
-    seen as a new progress event."""
-    def last():
-        p = query.lastProgress
-        return (p or {}).get("timestamp"), (p or {}).get("batchId")
-
-    before = last()
-    deadline = time.monotonic() + wait
-    while query.isActive and query.status.get("isTriggerActive") and last() == before \
-            and time.monotonic() < deadline:
-        time.sleep(0.05)
-    query.stop()
 
 
 def _stopped_line(cfg: JobConfig, batches, seconds: float) -> str:

@@ -8,7 +8,7 @@
   carry the id of the *next* batch and no data; they are not batches);
 * :func:`offset_text` and :func:`committed_offset`: where a stopped stream resumes;
 * :class:`StopSignals`: SIGINT and SIGTERM ask for a graceful stop instead of killing the
-  process mid-batch (a second one exits at once);
+  process mid-batch (a second one exits at once); :func:`stop_between_batches` does it;
 * :func:`quiet_query_errors`: Spark's own log of a failed query (the same error as a Java
   stack trace) switched off, for a session the application started and reports errors of.
 """
@@ -21,13 +21,14 @@ import re
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 import cdc.errors
 from cdc.errors import CdcError
 
 __all__ = ["cdc_error", "failure_summary", "Batches", "is_real_batch", "offset_text",
-           "committed_offset", "StopSignals", "quiet_query_errors"]
+           "committed_offset", "StopSignals", "stop_between_batches", "quiet_query_errors"]
 
 #: how a binlog-cdc error ends a Python traceback that Spark quotes in its own message
 _CDC_LINE = re.compile(r"\bcdc\.errors\.([A-Za-z_]\w*): (.*)")
@@ -222,6 +223,23 @@ class StopSignals:
         self.requested.set()
         print(f"{self.prog}: {name}: stopping after the running micro-batch (again to exit at "
               f"once) ...", file=err, flush=True)
+
+
+def stop_between_batches(query, wait: float = 30.0) -> None:
+    """Stop *query* once its running micro-batch has ended (waiting *wait* seconds at most: a
+    batch interrupted by the stop runs again on the next start, which is safe but wasted work).
+    A query behind the binlog runs its batches back to back: the end of the running one is
+    seen as a new progress event."""
+    def last():
+        p = query.lastProgress
+        return (p or {}).get("timestamp"), (p or {}).get("batchId")
+
+    before = last()
+    deadline = time.monotonic() + wait
+    while query.isActive and query.status.get("isTriggerActive") and last() == before \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    query.stop()
 
 
 def quiet_query_errors(spark) -> None:

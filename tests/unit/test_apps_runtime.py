@@ -152,3 +152,24 @@ def test_stop_signals_set_the_flag_and_restore_the_handlers(name, capsys):
     assert signal.getsignal(sig) is before
     assert capsys.readouterr().err == (f"prog: {name}: stopping after the running micro-batch "
                                        f"(again to exit at once) ...\n")
+
+
+def test_the_demo_prints_a_running_total_batch_after_batch(capsys):
+    """Two batches seen in one poll: each line has the total up to that batch (not the sum of
+    both); a restarted query continues it."""
+    from streaming.apps.demo import ProgressPrinter
+
+    class Timed:
+        lags = {0: (0.0, 0.5), 1: (0.2, 1.2), 2: (1.0, 2.0)}
+
+    printer, q = ProgressPrinter(Timed()), FakeQuery()
+    q.recentProgress = [_progress(0, 5, None, A), _progress(1, 7, A, B), _progress(2, 0, B, B)]
+    printer.poll(q)
+    q2 = FakeQuery()
+    q2.recentProgress = [_progress(2, 3, B, C)]
+    printer.poll(q2)
+    lines = [line.split("] ", 1)[1] for line in capsys.readouterr().out.splitlines()]
+    assert lines == ["batch   0:     5 changes upserted (total 5), lag 0.0-0.5 s, ? binlog bytes behind",
+                     "batch   1:     7 changes upserted (total 12), lag 0.2-1.2 s, ? binlog bytes behind",
+                     "batch   2:     3 changes upserted (total 15), lag 1.0-2.0 s, ? binlog bytes behind"]
+    assert (printer.rows, printer.printed) == (15, 3)
