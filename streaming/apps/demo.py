@@ -453,17 +453,23 @@ class Demo:
         return 0 if ok else 1
 
     def close(self) -> None:
-        try:
-            if self.query is not None and self.query.isActive:
-                self.query.stop()
-            if self.listener is not None:
-                from streaming.metrics import stop_metrics
-                stop_metrics(self.spark, self.listener)
-            if self.spark is not None:
-                self.spark.stop()
-        finally:
-            if self.server is not None:
-                self.server.close()
+        """The stream, the metrics, Spark and the private server stopped (each step even when an
+        earlier one failed: the error being reported, if any, is the one that matters)."""
+        steps = []
+        if self.query is not None:
+            steps.append(lambda: self.query.isActive and self.query.stop())
+        if self.listener is not None:
+            from streaming.metrics import stop_metrics
+            steps.append(lambda: stop_metrics(self.spark, self.listener))
+        if self.spark is not None:
+            steps.append(self.spark.stop)
+        if self.server is not None:
+            steps.append(self.server.close)
+        for step in steps:
+            try:
+                step()
+            except Exception:  # noqa: BLE001 - see above
+                pass
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ it).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import sys
@@ -321,14 +322,21 @@ def run(cfg: JobConfig, spark=None, out=None, stop=None) -> int:
             raise query.exception()
         print(_stopped_line(cfg, batches, time.monotonic() - started), file=out, flush=True)
         return 0
-    finally:
-        if query is not None and query.isActive:
-            query.stop()
+    finally:      # a failing clean-up must not hide the error being raised, if any
+        if query is not None:
+            _quietly(lambda: query.isActive and query.stop())
         if listener is not None:
             from streaming.metrics import stop_metrics
-            stop_metrics(spark, listener)
+            _quietly(lambda: stop_metrics(spark, listener))
         if owned:
-            spark.stop()
+            _quietly(spark.stop)
+
+
+def _quietly(call) -> None:
+    try:
+        call()
+    except Exception:  # noqa: BLE001 - see the caller
+        logging.getLogger("streaming.job").debug("clean-up failed", exc_info=True)
 
 
 def _requested(stop) -> bool:
