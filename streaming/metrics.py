@@ -7,6 +7,8 @@
     listener = start_metrics(spark, port=9464)        # serves http://127.0.0.1:9464/metrics
     q = (spark.readStream.format("binlog-cdc").option("host", "db1")...
          .load().writeStream.queryName("orders_cdc")...start())
+    ...
+    stop_metrics(spark, listener)     # before the session stops or the program exits
 
 Each progress event of a query that reads ``binlog-cdc`` updates, labelled by ``query`` (the
 query name, or its id when unnamed) and ``query_id``:
@@ -36,7 +38,8 @@ from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-__all__ = ["BinlogCdcMetricsListener", "start_metrics", "cdc_source_reports", "parse_exposition"]
+__all__ = ["BinlogCdcMetricsListener", "start_metrics", "stop_metrics", "cdc_source_reports",
+           "parse_exposition"]
 
 log = logging.getLogger("streaming.metrics")
 
@@ -214,8 +217,9 @@ def start_metrics(spark, port: int = 9464, addr: str = "127.0.0.1", registry=Non
                   listener: BinlogCdcMetricsListener | None = None) -> BinlogCdcMetricsListener:
     """Serve Prometheus metrics on ``http://addr:port/metrics`` and register a
     :class:`BinlogCdcMetricsListener` with ``spark.streams``. Returns the listener (its
-    ``registry``; ``listener.http_server`` can be ``shutdown()``; remove the listener with
-    ``spark.streams.removeListener(listener)``). *registry* defaults to a new
+    ``registry``, ``port`` and ``http_server``; :func:`stop_metrics` removes both before the
+    program exits: a listener left registered has the JVM call into a Python process that is
+    going away). *registry* defaults to a new
     :class:`~prometheus_client.CollectorRegistry` (pass ``prometheus_client.REGISTRY`` to
     serve the process-wide default metrics too)."""
     from prometheus_client import start_http_server
@@ -226,9 +230,32 @@ def start_metrics(spark, port: int = 9464, addr: str = "127.0.0.1", registry=Non
     listener.http_server = server[0] if isinstance(server, tuple) else server
     # with port=0 the system picks a free port: tell which
     listener.port = getattr(listener.http_server, "server_port", int(port))
-    spark.streams.addListener(listener)
-    log.info("binlog-cdc metrics on http://%s:%d/metrics", addr, int(port))
+    try:
+        spark.streams.addListener(listener)
+    except BaseException:
+        _close_server(listener)
+        raise
+    log.info("binlog-cdc metrics on http://%s:%d/metrics", addr, listener.port)
     return listener
+
+
+def stop_metrics(spark, listener: BinlogCdcMetricsListener) -> None:
+    """Undo :func:`start_metrics`: the listener removed from ``spark.streams`` (while the
+    session is alive) and the HTTP server shut down (its port free again). Safe to call twice,
+    and after the session stopped."""
+    try:
+        spark.streams.removeListener(listener)
+    except Exception:  # noqa: BLE001 - a stopped session has no listeners left to remove
+        log.debug("binlog-cdc metrics: the listener was not removed", exc_info=True)
+    _close_server(listener)
+
+
+def _close_server(listener) -> None:
+    server = getattr(listener, "http_server", None)
+    if server is not None:
+        listener.http_server = None
+        server.shutdown()
+        server.server_close()
 
 
 def parse_exposition(text: str) -> dict[str, float]:

@@ -8,16 +8,21 @@ Steps (each one printed as it happens):
 1. a MariaDB server: a private one started with :class:`cdc.embedded.EmbeddedMariaDB` (needs the
    ``mariadb-server`` package), or the server at ``--host``: its user must be able to create the
    database ``cdc_demo`` and to replicate (REPLICATION SLAVE, REPLICATION CLIENT);
-2. an order-processing workload in a background thread: customers sign up, orders are placed,
-   paid, shipped, cancelled and deleted, in many small transactions;
-3. meanwhile a Spark stream (``binlog-cdc`` -> :class:`streaming.delta.DeltaUpserter`) upserts the
-   changes into one Delta table per source table under ``--out``, a micro-batch at a time, and
-   the progress (changes per batch, lag, bytes behind) is printed;
+2. a Spark stream (``binlog-cdc`` -> :class:`streaming.delta.DeltaUpserter`, a micro-batch every
+   half second at most) that upserts the changes into one Delta table per source table under
+   ``--out``; once it runs,
+3. an order-processing workload in a background thread: customers sign up, orders are placed,
+   paid, shipped, cancelled and deleted, in many small transactions (``--rate`` a second), while
+   each micro-batch is printed: its changes, the running total, its lag (from the binlog time of
+   the batch's last change, whole seconds, to the batch's Delta commit) and the binlog bytes
+   still behind;
 4. once the workload is done the stream is stopped and restarted from its checkpoint with
    ``availableNow`` (the restart a crashed job would do), which drains what is left;
 5. each Delta table is compared with ``SELECT *`` of its source table, row for row.
 
-Exit status 0 when every Delta table equals its source table, 1 otherwise.
+Exit status 0 when every Delta table equals its source table, 1 otherwise; 2 for a mistake
+(a server that cannot be reached or refuses the user, a directory not made by the demo, ...),
+told in one line.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
-from cdc.errors import CdcError
+from cdc.errors import ConfigurationError
 from cdc.positions import Position
 
 MARKER = ".binlog-cdc-demo"     # --out holds this file: the demo may clear the directory
@@ -55,16 +60,16 @@ def say(msg: str) -> None:
 
 
 class Server:
-    """Where the demo runs: connection facts for DDL/DML and for replication."""
+    """Where the demo runs: connection facts for DDL/DML and for replication. Server errors are
+    binlog-cdc errors (a refused user, an unreachable host: what to do about it)."""
 
     def __init__(self, args):
+        from cdc.replica.config import ReplicaConfig, read_password
         self.embedded = None
         if args.host:
-            password = args.password
-            if args.password_file:
-                password = Path(args.password_file).read_text().splitlines()[0]
+            password = read_password(args.password, args.password_file).get()
             self.admin = {"host": args.host, "port": args.port, "user": args.user,
-                          "password": password or ""}
+                          "password": password}
             self.replication = dict(self.admin)
         else:
             from cdc.embedded import EmbeddedMariaDB
@@ -73,17 +78,37 @@ class Server:
             say(f"MariaDB {self.embedded.version} listening on 127.0.0.1:{self.embedded.port}")
             self.admin = self.embedded.root_params()
             self.replication = self.embedded.cdc_params()
+        a = self.admin
+        self.config = ReplicaConfig(a["host"], a["port"], a["user"], a["password"],
+                                    connect_timeout=10)
 
     def connect(self, database: str | None = None):
+        from cdc.replica.sql import connect
+        conn = connect(self.config)
+        if database is not None:
+            self.run(conn, lambda: conn.select_db(database))
+        return conn
+
+    def run(self, conn, call):
+        """``call()`` with a PyMySQL error turned into the binlog-cdc error it means."""
         import pymysql
-        return pymysql.connect(**self.admin, database=database, autocommit=True,
-                               charset="utf8mb4", connect_timeout=10)
+        from cdc.replica.sql import mysql_error
+        try:
+            return call()
+        except pymysql.err.MySQLError as e:
+            account = f"'{self.config.user}'@'%'"
+            err = mysql_error(e, self.config, grant=(
+                f"GRANT ALL ON {DB}.* TO {account}; GRANT REPLICATION SLAVE, REPLICATION "
+                f"CLIENT ON *.* TO {account}"))
+            if err is e:
+                raise
+            raise err from e
 
     def query(self, sql: str, args=None) -> list[tuple]:
         from cdc.replica.sql import fetch_rows
         conn = self.connect()
         try:
-            return fetch_rows(conn, sql, args)
+            return self.run(conn, lambda: fetch_rows(conn, sql, args))
         finally:
             conn.close()
 
@@ -92,7 +117,7 @@ class Server:
         from cdc.cli.lag import ServerStatus
         status = ServerStatus(self.connect)
         try:
-            return status.end()
+            return self.run(None, status.end)
         finally:
             status.close()
 
@@ -105,55 +130,65 @@ class Server:
 
 
 class Workload(threading.Thread):
-    """Customers and orders moving through their life cycle, in small transactions."""
+    """Customers and orders moving through their life cycle, in small transactions, *rate* of
+    them a second at most (the writer sleeps in between: the stream gets the CPU to show its
+    micro-batches while the workload runs, as it would on a real server)."""
 
-    def __init__(self, server: Server, orders: int, seed: int = 7):
+    def __init__(self, server: Server, orders: int, rate: float = 150.0, seed: int = 7):
         super().__init__(name="demo-workload", daemon=True)
         self.server, self.orders, self.rng = server, orders, random.Random(seed)
+        self.rate = rate
         self.transactions = 0
+        self.changes = 0              # rows written, updated or deleted: the stream's changes
         self.error: BaseException | None = None
+        self._t0 = 0.0
 
     def run(self) -> None:
+        self._t0 = time.monotonic()
         try:
-            self._run()
+            conn = self.server.connect(DB)
+            try:
+                self.server.run(conn, lambda: self._run(conn))
+            finally:
+                conn.close()
         except BaseException as e:  # noqa: BLE001 - reported by the main thread
             self.error = e
 
     def _tx(self, cur, statements) -> None:
         cur.execute("BEGIN")
         for sql, args in statements:
-            cur.execute(sql, args)
+            self.changes += cur.execute(sql, args)
         cur.execute("COMMIT")
         self.transactions += 1
+        if self.rate > 0:
+            ahead = self._t0 + self.transactions / self.rate - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)
 
-    def _run(self) -> None:
+    def _run(self, conn) -> None:
         rng = self.rng
-        conn = self.server.connect(DB)
-        try:
-            with conn.cursor() as cur:
-                customers = max(10, self.orders // 10)
-                for k in range(0, customers, 50):
-                    self._tx(cur, [(
-                        "INSERT INTO customers VALUES (%s, %s, %s, NOW(6))",
-                        (i, f"customer {i}", f"c{i}@example.com" if i % 7 else None))
-                        for i in range(k, min(customers, k + 50))])
-                open_orders: list[int] = []
-                for oid in range(1, self.orders + 1):
-                    self._tx(cur, [(
-                        "INSERT INTO orders VALUES (%s, %s, %s, 'new', %s, NOW(6), NULL)",
-                        (oid, rng.randrange(customers), Decimal(rng.randrange(100, 99999)) / 100,
-                         None if oid % 3 else f"gift wrap #{oid} ✓"))])
-                    open_orders.append(oid)
-                    if len(open_orders) > 20:
-                        self._advance(cur, open_orders.pop(rng.randrange(len(open_orders))))
-                    if oid % 500 == 0:
-                        self._tx(cur, [("UPDATE customers SET email = CONCAT('new-', id, "
-                                        "'@example.com') WHERE id %% 10 = %s",
-                                        (oid // 500 % 10,))])
-                for oid in open_orders:
-                    self._advance(cur, oid)
-        finally:
-            conn.close()
+        with conn.cursor() as cur:
+            customers = max(10, self.orders // 10)
+            for k in range(0, customers, 50):
+                self._tx(cur, [(
+                    "INSERT INTO customers VALUES (%s, %s, %s, NOW(6))",
+                    (i, f"customer {i}", f"c{i}@example.com" if i % 7 else None))
+                    for i in range(k, min(customers, k + 50))])
+            open_orders: list[int] = []
+            for oid in range(1, self.orders + 1):
+                self._tx(cur, [(
+                    "INSERT INTO orders VALUES (%s, %s, %s, 'new', %s, NOW(6), NULL)",
+                    (oid, rng.randrange(customers), Decimal(rng.randrange(100, 99999)) / 100,
+                     None if oid % 3 else f"gift wrap #{oid} ✓"))])
+                open_orders.append(oid)
+                if len(open_orders) > 20:
+                    self._advance(cur, open_orders.pop(rng.randrange(len(open_orders))))
+                if oid % 500 == 0:
+                    self._tx(cur, [("UPDATE customers SET email = CONCAT('new-', id, "
+                                    "'@example.com') WHERE id %% 10 = %s",
+                                    (oid // 500 % 10,))])
+            for oid in open_orders:
+                self._advance(cur, oid)
 
     def _advance(self, cur, oid: int) -> None:
         """paid -> shipped, or cancelled and (sometimes) deleted."""
@@ -170,6 +205,8 @@ class Workload(threading.Thread):
 
 # --- the stream -----------------------------------------------------------------------------------
 
+LIVE_TRIGGER = "500 milliseconds"
+
 
 def start_stream(spark, server: Server, start: Position, out: Path, upserter, *,
                  batch_rows: int, available_now: bool):
@@ -183,8 +220,28 @@ def start_stream(spark, server: Server, start: Position, out: Path, upserter, *,
     writer = (reader.load().writeStream.queryName("cdc_demo").foreachBatch(upserter)
               .option("checkpointLocation", str(out / "checkpoint")))
     writer = writer.trigger(availableNow=True) if available_now else \
-        writer.trigger(processingTime="1 second")
+        writer.trigger(processingTime=LIVE_TRIGGER)
     return writer.start()
+
+
+class TimedUpserter:
+    """The ``foreachBatch`` function: the :class:`~streaming.delta.DeltaUpserter`, and the lag of
+    each batch: from the binlog time of its last change (``ts_ms``: whole seconds, so the real
+    lag lies in a range 1 s wide) to the end of its Delta commit."""
+
+    COLUMNS = ["op", "db", "table", "before", "after", "seq", "ts_ms"]
+
+    def __init__(self, upserter):
+        self.upserter = upserter
+        self.lags: dict[int, tuple[float, float]] = {}     # batch id -> (low, high) seconds
+
+    def __call__(self, df, batch_id: int) -> None:
+        changes = df.select(*self.COLUMNS).toArrow()
+        self.upserter.upsert_arrow(changes, batch_id)
+        stamps = [t for t in changes.column("ts_ms").to_pylist() if t is not None]
+        if stamps:
+            high = max(0.0, time.time() - max(stamps) / 1000)
+            self.lags[int(batch_id)] = (max(0.0, high - 1.0), high)
 
 
 def lag_of(progress: dict) -> dict:
@@ -199,25 +256,45 @@ def lag_of(progress: dict) -> dict:
 
 
 class ProgressPrinter:
-    """Prints each new micro-batch of a query: changes, lag, bytes behind."""
+    """Prints each micro-batch with changes, once, across the live query and the drain (one
+    running total): changes, total, lag, binlog bytes behind."""
 
-    def __init__(self):
-        self.seen = -1
-        self.rows = 0
+    def __init__(self, timed: TimedUpserter):
+        from streaming.apps.runtime import Batches
+        self.batches = Batches()
+        self.timed = timed
         self.last_lag: dict = {}
+        self.rows = 0                 # the running total, batch after batch
+        self.printed = 0              # batches with changes (a batch of DDL only has none)
 
     def poll(self, query) -> None:
-        for p in query.recentProgress:
-            if p["batchId"] <= self.seen:
-                continue
-            self.seen = p["batchId"]
-            self.rows += p["numInputRows"]
+        for p in self.batches.new(query):
             self.last_lag = lag_of(p) or self.last_lag
-            if p["numInputRows"]:
-                lag = self.last_lag.get("lagSeconds")
-                say(f"batch {p['batchId']:>3}: {p['numInputRows']:>5} changes upserted "
-                    f"(total {self.rows}), lag {'?' if lag is None else f'{lag:.1f} s'}, "
-                    f"{self.last_lag.get('behindBytes', '?')} binlog bytes behind")
+            if not p["numInputRows"]:
+                continue
+            self.rows += p["numInputRows"]
+            lag = self.timed.lags.get(p["batchId"])
+            self.printed += 1
+            say(f"batch {p['batchId']:>3}: {p['numInputRows']:>5} changes upserted "
+                f"(total {self.rows}), lag "
+                f"{'?' if lag is None else f'{lag[0]:.1f}-{lag[1]:.1f} s'}, "
+                f"{self.last_lag.get('behindBytes', '?')} binlog bytes behind")
+
+
+def check(query) -> None:
+    """Raise the query's failure, if it failed."""
+    if query.exception() is not None:
+        raise query.exception()
+
+
+def wait_until_running(query, timeout: float = 180.0) -> None:
+    """Wait for the query's first trigger (its start offset resolved, the source connected)."""
+    deadline = time.monotonic() + timeout
+    while query.lastProgress is None:
+        check(query)
+        if time.monotonic() > deadline:
+            raise ConfigurationError(f"the stream did not start within {timeout:.0f} s")
+        time.sleep(0.2)
 
 
 # --- the comparison -------------------------------------------------------------------------------
@@ -262,25 +339,60 @@ def main(argv=None) -> int:
     ap.add_argument("--password", default=os.environ.get("BINLOG_CDC_PASSWORD", ""))
     ap.add_argument("--password-file")
     ap.add_argument("--orders", type=int, default=2000, help="orders placed (default 2000)")
+    ap.add_argument("--rate", type=float, default=150.0,
+                    help="transactions a second the workload writes at most (default 150; "
+                         "0: as fast as it can)")
     ap.add_argument("--batch-rows", type=int, default=1000,
                     help="maxEventsPerTrigger of the stream (default 1000)")
     ap.add_argument("--out", default="binlog-cdc-demo",
                     help="Delta tables and the checkpoint go here (default ./binlog-cdc-demo)")
     ap.add_argument("--metrics-port", type=int, default=None,
                     help="also serve Prometheus metrics on this port")
+    ap.add_argument("--traceback", action="store_true",
+                    help="on a failure that is not a binlog-cdc error, show the whole traceback")
     args = ap.parse_args(argv)
 
     out = Path(args.out).resolve()
     if out.exists():
         if not (out / MARKER).exists():
-            ap.error(f"--out {out} exists and was not made by the demo: choose another directory")
+            print(f"binlog-cdc demo: --out {out} exists and was not made by the demo: choose "
+                  f"another directory", file=sys.stderr)
+            return 2
         shutil.rmtree(out)          # a previous demo's tables and checkpoint: start afresh
     out.mkdir(parents=True)
     (out / MARKER).write_text("made by python3 -m streaming.demo; safe to delete\n")
 
-    server = None
+    from streaming.apps.runtime import cdc_error, failure_summary
+    demo = Demo(args, out)
     try:
-        server = Server(args)
+        return demo.run()
+    except KeyboardInterrupt:
+        print("binlog-cdc demo: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - reported in one line, exit status 1 or 2
+        err = cdc_error(e)
+        if err is not None:
+            print(f"binlog-cdc demo: {err}", file=sys.stderr)
+            return 2
+        if args.traceback:
+            raise
+        print(f"binlog-cdc demo: failed: {failure_summary(e)} (--traceback shows the whole "
+              f"error)", file=sys.stderr)
+        return 1
+    finally:
+        demo.close()
+
+
+class Demo:
+    """The steps of the demo, and what they leave to clean up."""
+
+    def __init__(self, args, out: Path):
+        self.args, self.out = args, out
+        self.server = self.spark = self.query = self.listener = None
+
+    def run(self) -> int:
+        args, out = self.args, self.out
+        self.server = server = Server(args)
         server.query(f"DROP DATABASE IF EXISTS {DB}")
         start = server.position()
         server.query(f"CREATE DATABASE {DB}")
@@ -290,55 +402,74 @@ def main(argv=None) -> int:
 
         say("starting Spark (local[2]) ...")
         from streaming.local_spark import local_spark
-        spark = local_spark("binlog-cdc-demo")
+        self.spark = spark = local_spark("binlog-cdc-demo")
+        from streaming.apps.runtime import quiet_query_errors
+        quiet_query_errors(spark)         # a failed stream is told in one line, below
         if args.metrics_port is not None:
             from streaming.metrics import start_metrics
-            start_metrics(spark, port=args.metrics_port)
-            say(f"Prometheus metrics on http://127.0.0.1:{args.metrics_port}/metrics")
+            self.listener = start_metrics(spark, port=args.metrics_port)
+            say(f"Prometheus metrics on http://127.0.0.1:{self.listener.port}/metrics")
         from streaming.delta import DeltaUpserter
         r = server.replication
-        upserter = DeltaUpserter(out / "delta", host=r["host"], port=r["port"], user=r["user"],
-                                 password=r["password"], app_id="cdc-demo")
+        timed = TimedUpserter(DeltaUpserter(out / "delta", host=r["host"], port=r["port"],
+                                            user=r["user"], password=r["password"],
+                                            app_id="cdc-demo"))
+        self.query = start_stream(spark, server, start, out, timed, batch_rows=args.batch_rows,
+                                  available_now=False)
+        wait_until_running(self.query)
+        say(f"stream running (a micro-batch every {LIVE_TRIGGER} at most); lag: from the binlog "
+            f"time of a batch's last change (whole seconds) to its Delta commit")
 
-        work = Workload(server, args.orders)
+        work = Workload(server, args.orders, rate=args.rate)
         work.start()
         say(f"workload running: {args.orders} orders placed, paid, shipped, cancelled ...")
-        query = start_stream(spark, server, start, out, upserter, batch_rows=args.batch_rows,
-                             available_now=False)
-        printer = ProgressPrinter()
+        printer = ProgressPrinter(timed)
         while work.is_alive():
-            if query.exception() is not None:
-                raise query.exception()
-            printer.poll(query)
-            time.sleep(0.5)
+            check(self.query)
+            printer.poll(self.query)
+            work.join(0.25)
         if work.error is not None:
             raise work.error
-        say(f"workload done: {work.transactions} transactions")
-        printer.poll(query)
-        deadline = time.monotonic() + 60
-        while query.status["isTriggerActive"] and time.monotonic() < deadline:
-            time.sleep(0.2)          # stop between two micro-batches
-        query.stop()
-        say("stream stopped; restarting it from its checkpoint with availableNow to drain ...")
-        query = start_stream(spark, server, start, out, upserter, batch_rows=args.batch_rows,
-                             available_now=True)
-        printer = ProgressPrinter()
-        while not query.awaitTermination(0.5):
-            printer.poll(query)
-        printer.poll(query)
-        lag = printer.last_lag
-        say(f"caught up: lag {lag.get('lagSeconds')} s, {lag.get('behindBytes')} bytes behind; "
-            f"Delta tables under {out / 'delta'}")
-        ok = compare(server, upserter)
+        say(f"workload done: {work.transactions} transactions, {work.changes} row changes")
+        printer.poll(self.query)
+        from streaming.apps.runtime import stop_between_batches
+        stop_between_batches(self.query)
+        check(self.query)
+        printer.poll(self.query)
+        say("stream stopped; restarting it from its checkpoint with availableNow to drain "
+            "(the lag of what is left includes the restart) ...")
+        self.query = start_stream(spark, server, start, out, timed,
+                                  batch_rows=args.batch_rows, available_now=True)
+        while not self.query.awaitTermination(0.25):
+            printer.poll(self.query)
+        check(self.query)
+        printer.poll(self.query)
+        say(f"caught up: {printer.rows} changes in {printer.printed} batches, "
+            f"{printer.last_lag.get('behindBytes')} binlog bytes behind; Delta tables under "
+            f"{out / 'delta'}")
+        ok = compare(server, timed.upserter)
         say("every Delta table equals its source table" if ok else
             "MISMATCH between Delta and the source")
         return 0 if ok else 1
-    except CdcError as e:
-        print(f"binlog-cdc demo: {e}", file=sys.stderr)
-        return 2
-    finally:
-        if server is not None:
-            server.close()
+
+    def close(self) -> None:
+        """The stream, the metrics, Spark and the private server stopped (each step even when an
+        earlier one failed: the error being reported, if any, is the one that matters)."""
+        steps = []
+        if self.query is not None:
+            steps.append(lambda: self.query.isActive and self.query.stop())
+        if self.listener is not None:
+            from streaming.metrics import stop_metrics
+            steps.append(lambda: stop_metrics(self.spark, self.listener))
+        if self.spark is not None:
+            steps.append(self.spark.stop)
+        if self.server is not None:
+            steps.append(self.server.close)
+        for step in steps:
+            try:
+                step()
+            except Exception:  # noqa: BLE001 - see above
+                pass
 
 
 if __name__ == "__main__":

@@ -7,22 +7,32 @@ The TOML file (see ``conf/job.example.toml``) has the sections
 * ``[source]``: the options of ``spark.readStream.format("binlog-cdc")`` as they are written
   there (``host``, ``port``, ``user``, ``includeTables``, ``startingPosition``, ...);
   ``password_env`` / ``password_file`` read the password from an environment variable / a file
-  instead of writing it in the config;
+  instead of writing it in the config; ``includeTables``/``excludeTables`` may be lists;
 * ``[delta]``: ``path`` (one Delta table per source table under it, ``<path>/<db>/<table>``)
   and ``app_id`` (names the stream in the tables' transaction logs: one per checkpoint);
 * ``[stream]``: ``checkpoint`` (required), ``trigger`` (``"10 seconds"``, or ``"availableNow"``
   to drain what is there and stop), ``query_name``;
-* ``[metrics]``: ``port`` of a Prometheus ``/metrics`` endpoint (optional);
+* ``[metrics]``: ``port`` of a Prometheus ``/metrics`` endpoint (optional; 0: any free port);
 * ``[spark]``: ``master`` and any ``spark.*`` settings for the session (when the job starts
   it; an already running session is used as it is).
 
-Progress (batch, rows, lag) is printed after every micro-batch.
+The whole file is checked before Spark starts, ``[source]`` by the source's own option parser: a
+mistake is one line naming the section and the key, exit status 2.
+
+One line is printed per micro-batch that ran (batch id, rows, lag). SIGINT (Ctrl-C) or SIGTERM
+stops the stream after its running micro-batch and prints the committed offset the next run
+resumes from (exit status 0; a second signal exits at once). A failure of the stream is one line
+on stderr: a binlog-cdc error (wrong password, unreachable server, purged binlog, a table
+without primary key, ...) with exit status 2, anything else with 1 (``--traceback`` for all of
+it).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -30,7 +40,17 @@ from pathlib import Path
 
 from cdc.errors import CdcError, ConfigurationError
 
-SECTIONS = {"source", "delta", "stream", "metrics", "spark"}
+SECTIONS = ("source", "delta", "stream", "metrics", "spark")
+DELTA_KEYS = ("path", "app_id")
+STREAM_KEYS = ("checkpoint", "trigger", "query_name")
+METRICS_KEYS = ("port",)
+PASSWORD_KEYS = ("password_env", "password_file")      # read by the job, not Spark options
+TABLE_LISTS = ("includeTables", "excludeTables")        # a TOML list or "db.a,db.b"
+BATCH_ONLY = ("path", "paths")                          # options of spark.read, not of a stream
+_UNITS = r"(?:week|day|hour|minute|second|millisecond|microsecond)s?"
+#: the interval texts Spark's processingTime trigger takes ("10 seconds", "1 minute 30 seconds")
+TRIGGER_INTERVAL = re.compile(rf"(?:interval\s+)?(?:\d+(?:\.\d+)?\s+{_UNITS}\s*)+",
+                              re.IGNORECASE)
 
 
 @dataclass
@@ -46,11 +66,23 @@ class JobConfig:
 
     @property
     def available_now(self) -> bool:
-        return self.trigger.replace("_", "").lower() == "availablenow"
+        return _is_available_now(self.trigger)
+
+    def source_options(self):
+        """The ``[source]`` options parsed by the source's own parser
+        (:class:`streaming.options.SourceOptions`); raises its :class:`ConfigurationError`."""
+        from streaming.options import SourceOptions
+        return SourceOptions.parse(self.source, streaming=True)
+
+
+def _is_available_now(trigger: str) -> bool:
+    return trigger.replace("_", "").lower() == "availablenow"
 
 
 def load_config(path: str | os.PathLike) -> JobConfig:
-    """Read and check a job config (TOML); errors name the file and the key to fix."""
+    """Read and check a whole job config (TOML), the ``[source]`` options with the Spark source's
+    own parser, so that a mistake stops the job before Spark starts. Every error is a
+    :class:`ConfigurationError` naming the file, the section and the key to fix."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10: the same parser as a package
@@ -62,42 +94,141 @@ def load_config(path: str | os.PathLike) -> JobConfig:
     except FileNotFoundError:
         raise ConfigurationError(f"job config {where} does not exist (start from "
                                  f"conf/job.example.toml)") from None
+    except OSError as e:
+        raise ConfigurationError(f"job config {where} cannot be read: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigurationError(f"job config {where} is not valid TOML: {e}") from None
-    unknown = set(raw) - SECTIONS
+    try:
+        return _check(raw)
+    except ConfigurationError as e:
+        raise ConfigurationError(f"job config {where}: {e}") from None
+
+
+def _check(raw: dict) -> JobConfig:
+    unknown = [k for k in raw if k not in SECTIONS]
     if unknown:
-        raise ConfigurationError(f"job config {where}: unknown section(s) {sorted(unknown)}; "
-                                 f"the sections are {sorted(SECTIONS)}")
+        raise ConfigurationError(f"unknown section(s) {sorted(unknown)}; the sections are "
+                                 f"{sorted(SECTIONS)}")
+    for name, value in raw.items():
+        if not isinstance(value, dict):
+            raise ConfigurationError(f"[{name}] must be a table (a [{name}] header with keys "
+                                     f"under it), not {value!r}")
+    source = _source(raw.get("source", {}))
+    delta = raw.get("delta", {})
+    _known_keys("delta", delta, DELTA_KEYS)
+    stream = raw.get("stream", {})
+    _known_keys("stream", stream, STREAM_KEYS)
+    cfg = JobConfig(source=source, delta_path=_text("delta", delta, "path", required=True),
+                    app_id=_text("delta", delta, "app_id", required=True),
+                    checkpoint=_text("stream", stream, "checkpoint", required=True),
+                    trigger=_trigger(stream), query_name=_text("stream", stream, "query_name"),
+                    metrics_port=_metrics_port(raw.get("metrics", {})),
+                    spark=_spark(raw.get("spark", {})))
+    try:
+        cfg.source_options()
+    except ConfigurationError as e:
+        raise ConfigurationError(f"[source] {e}") from None
+    return cfg
 
-    def need(section: str, key: str):
-        value = raw.get(section, {}).get(key)
-        if value in (None, ""):
-            raise ConfigurationError(f"job config {where}: [{section}] {key} is required")
-        return value
 
-    source = {str(k): _option_text(v) for k, v in raw.get("source", {}).items()}
+def _known_keys(section: str, table: dict, valid, also: str = "") -> None:
+    import difflib
+    lower = {v.lower(): v for v in valid}
+    for key in table:
+        if str(key).lower() in lower:
+            continue
+        close = difflib.get_close_matches(str(key).lower(), list(lower), n=1, cutoff=0.6)
+        hint = f" (did you mean {lower[close[0]]}?)" if close else ""
+        raise ConfigurationError(f"[{section}] unknown key {key!r}{hint}; the keys are "
+                                 f"{', '.join(valid)}{also}")
+
+
+def _text(section: str, table: dict, key: str, required: bool = False) -> str | None:
+    value = table.get(key)
+    if value is None:
+        if required:
+            raise ConfigurationError(f"[{section}] {key} is required")
+        return None
+    if not isinstance(value, str):
+        raise ConfigurationError(f"[{section}] {key} must be a string, not {value!r}")
+    if not value.strip():
+        raise ConfigurationError(f"[{section}] {key} must not be empty")
+    return value
+
+
+def _source(table: dict) -> dict[str, str]:
+    from streaming.options import OPTIONS
+    for key in table:
+        if key in BATCH_ONLY:
+            raise ConfigurationError(f"[source] {key} is for batch reads of binlog files "
+                                     f"(spark.read), not for the job's stream")
+    _known_keys("source", table, [k for k in OPTIONS if k not in BATCH_ONLY] + list(PASSWORD_KEYS),
+                also=" (README: Options)")
+    given = [k for k in ("password", "passwordFile", *PASSWORD_KEYS)
+             if any(str(t).lower() == k.lower() for t in table)]
+    if len(given) > 1:
+        raise ConfigurationError(f"[source] password, password_env and password_file exclude "
+                                 f"each other (given: {', '.join(given)})")
+    source = {}
+    for key, value in table.items():
+        if key in TABLE_LISTS and isinstance(value, list) \
+                and all(isinstance(v, str) for v in value):
+            value = ",".join(value)
+        elif key in TABLE_LISTS and not isinstance(value, str):
+            raise ConfigurationError(f"[source] {key} must be a string (\"db.t1,db.t2\") or a "
+                                     f"list of strings, not {value!r}")
+        source[str(key)] = _option_text(value)
     secret_env = source.pop("password_env", None)
     secret_file = source.pop("password_file", None)
     if secret_env:
         if secret_env not in os.environ:
-            raise ConfigurationError(f"job config {where}: [source] password_env names "
-                                     f"{secret_env}, which is not set in the environment")
+            raise ConfigurationError(f"[source] password_env names {secret_env}, which is not "
+                                     f"set in the environment")
         source["password"] = os.environ[secret_env]
     elif secret_file:
         try:
             source["password"] = Path(secret_file).read_text().rstrip("\n")
         except OSError as e:
-            raise ConfigurationError(f"job config {where}: [source] password_file: {e}") \
-                from None
-    need("source", "host")
-    stream = raw.get("stream", {})
-    port = raw.get("metrics", {}).get("port")
-    return JobConfig(source=source, delta_path=str(need("delta", "path")),
-                     app_id=str(need("delta", "app_id")), checkpoint=str(need("stream", "checkpoint")),
-                     trigger=str(stream.get("trigger", "10 seconds")),
-                     query_name=stream.get("query_name"),
-                     metrics_port=int(port) if port is not None else None,
-                     spark={str(k): _option_text(v) for k, v in raw.get("spark", {}).items()})
+            raise ConfigurationError(f"[source] password_file: {e}") from None
+    if not source.get("host"):
+        raise ConfigurationError("[source] host is required")
+    return source
+
+
+def _trigger(stream: dict) -> str:
+    trigger = _text("stream", stream, "trigger")
+    if trigger is None:
+        return "10 seconds"
+    if not _is_available_now(trigger) and not TRIGGER_INTERVAL.fullmatch(trigger.strip()):
+        raise ConfigurationError(f"[stream] trigger {trigger!r} is not an interval Spark takes "
+                                 f"(\"10 seconds\", \"1 minute\", \"500 milliseconds\") nor "
+                                 f"\"availableNow\"")
+    return trigger
+
+
+def _metrics_port(metrics: dict) -> int | None:
+    _known_keys("metrics", metrics, METRICS_KEYS)
+    port = metrics.get("port")
+    if port is None:
+        return None
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigurationError(f"[metrics] port must be an integer from 0 to 65535, not "
+                                 f"{port!r} (0: any free port)")
+    return port
+
+
+def _spark(table: dict) -> dict[str, str]:
+    out = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            raise ConfigurationError(f"[spark] {key} is a table: quote a setting's dotted name, "
+                                     f"\"spark.sql.shuffle.partitions\" = \"2\"")
+        if key != "master" and not key.startswith("spark."):
+            raise ConfigurationError(f"[spark] {key} is not a Spark setting: the keys are master "
+                                     f"and spark.* settings (quoted: \"spark.sql.shuffle."
+                                     f"partitions\" = \"2\")")
+        out[key] = _option_text(value)
+    return out
 
 
 def _option_text(v) -> str:
@@ -112,11 +243,9 @@ def _option_text(v) -> str:
 def start(spark, cfg: JobConfig, upserter=None):
     """Start the streaming query of *cfg* (foreachBatch into a DeltaUpserter); returns it."""
     from streaming.delta import DeltaUpserter
-    from streaming.options import SourceOptions
     if upserter is None:
         # the upserter reaches the server exactly as the stream does (TLS settings included)
-        config = SourceOptions.parse({k: _option_text(v) for k, v in cfg.source.items()}) \
-            .replica_config()
+        config = cfg.source_options().replica_config()
         upserter = DeltaUpserter(cfg.delta_path, config=config, app_id=cfg.app_id)
     reader = spark.readStream.format("binlog-cdc")
     for k, v in cfg.source.items():
@@ -149,48 +278,109 @@ def progress_line(p: dict) -> str:
             f"{lag.get('behindTransactions')} transactions behind")
 
 
-def run(cfg: JobConfig, spark=None, out=sys.stdout) -> int:
-    """Run the job until it stops (availableNow) or is interrupted; 0 on success."""
+def run(cfg: JobConfig, spark=None, out=None, stop=None) -> int:
+    """Run the job until it ends (``availableNow``: the binlog drained), *stop* is set (a
+    :class:`~streaming.apps.runtime.StopSignals` or a :class:`threading.Event`) or the query
+    fails (its exception is raised). Prints one line per real micro-batch and, at the end, the
+    committed offset the next run resumes from. Returns 0.
+
+    Without *spark* the job starts its own session (``[spark]`` settings) and stops it at the
+    end; the metrics listener and its HTTP server are removed in any case. *out* defaults to
+    ``sys.stdout`` (at call time)."""
+    from streaming.apps.runtime import Batches, stop_between_batches
+    out = out if out is not None else sys.stdout
+    started = time.monotonic()
+    owned = False
     if spark is None:
-        spark = _session(cfg)
-    if cfg.metrics_port is not None:
-        from streaming.metrics import start_metrics
-        start_metrics(spark, port=cfg.metrics_port)
-        print(f"Prometheus metrics on http://127.0.0.1:{cfg.metrics_port}/metrics", file=out)
-    query = start(spark, cfg)
-    print(f"streaming {cfg.source.get('host')} into {cfg.delta_path} (checkpoint "
-          f"{cfg.checkpoint}, trigger {cfg.trigger})", file=out, flush=True)
-    seen = -1
+        spark, owned = _session(cfg)
+        if hasattr(stop, "install"):
+            stop.install()       # a new SparkContext has just put its own SIGINT handler in place
+    listener = query = None
+    batches = Batches()
     try:
-        while True:
-            done = query.awaitTermination(1.0)
-            for p in query.recentProgress:
-                if p.get("batchId", -1) > seen:
-                    seen = p["batchId"]
-                    print(progress_line(p), file=out, flush=True)
-            if done:
-                break
-    except KeyboardInterrupt:
-        print("interrupted: stopping the query (it resumes from its checkpoint)", file=out)
-        query.stop()
-    if query.exception() is not None:
-        raise query.exception()
-    return 0
+        if _requested(stop):
+            print("stopped before the stream started", file=out, flush=True)
+            return 0
+        if cfg.metrics_port is not None:
+            from streaming.metrics import start_metrics
+            listener = start_metrics(spark, port=cfg.metrics_port)
+            print(f"Prometheus metrics on http://127.0.0.1:{listener.port}/metrics", file=out,
+                  flush=True)
+        query = start(spark, cfg)
+        print(f"streaming {cfg.source.get('host')} into {cfg.delta_path} (checkpoint "
+              f"{cfg.checkpoint}, trigger {cfg.trigger})", file=out, flush=True)
+        done = False
+        while not done and not _requested(stop):
+            done = query.awaitTermination(1.0)     # raises the query's failure
+            for p in batches.new(query):
+                print(progress_line(p), file=out, flush=True)
+        if not done:
+            stop_between_batches(query)
+            for p in batches.new(query):
+                print(progress_line(p), file=out, flush=True)
+        if query.exception() is not None:
+            raise query.exception()
+        print(_stopped_line(cfg, batches, time.monotonic() - started), file=out, flush=True)
+        return 0
+    finally:      # a failing clean-up must not hide the error being raised, if any
+        if query is not None:
+            _quietly(lambda: query.isActive and query.stop())
+        if listener is not None:
+            from streaming.metrics import stop_metrics
+            _quietly(lambda: stop_metrics(spark, listener))
+        if owned:
+            _quietly(spark.stop)
+
+
+def _quietly(call) -> None:
+    try:
+        call()
+    except Exception:  # noqa: BLE001 - see the caller
+        logging.getLogger("streaming.job").debug("clean-up failed", exc_info=True)
+
+
+def _requested(stop) -> bool:
+    if stop is None:
+        return False
+    if hasattr(stop, "is_set"):
+        return stop.is_set()
+    return bool(stop)
+
+
+def _stopped_line(cfg: JobConfig, batches, seconds: float) -> str:
+    from streaming.apps.runtime import committed_offset, offset_text
+    offset = committed_offset(cfg.checkpoint) or batches.offset
+    ran = f"after {seconds:.1f} s, {len(batches.seen)} batches, {batches.rows} rows"
+    if offset is None:
+        return f"stopped before a batch was committed ({ran})"
+    return (f"stopped at offset {offset_text(offset)} ({ran}); the next run resumes there from "
+            f"the checkpoint {cfg.checkpoint}")
 
 
 def _session(cfg: JobConfig):
+    """``(session, started here)``: the active session, or a new one from ``[spark]`` (no
+    console progress bars: they would mix with the job's lines; Spark's error log of a failed
+    query off: the job reports the error itself)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
+    from streaming.apps.runtime import quiet_query_errors
     active = SparkSession.getActiveSession()
     if active is not None:
-        return active
+        return active, False
     b = SparkSession.builder.appName(cfg.query_name or "binlog-cdc-job")
     b = b.master(cfg.spark.get("master", "local[2]"))
-    b = b.config("spark.sql.session.timeZone", "UTC")
-    for k, v in cfg.spark.items():
-        if k != "master":
-            b = b.config(k, v)
-    return b.getOrCreate()
+    settings = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false",
+                # Spark's warnings (a batch falling behind, a batch interrupted by the stop)
+                # would mix with the job's lines, which say as much
+                "spark.log.level": "ERROR",
+                # adaptive execution does not apply to streams (Spark warns it is disabled)
+                "spark.sql.adaptive.enabled": "false"}
+    settings.update((k, v) for k, v in cfg.spark.items() if k != "master")
+    for k, v in settings.items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    quiet_query_errors(spark)
+    return spark, True
 
 
 def main(argv=None) -> int:
@@ -199,18 +389,29 @@ def main(argv=None) -> int:
     ap.add_argument("config", help="the job's TOML file (see conf/job.example.toml)")
     ap.add_argument("--available-now", action="store_true",
                     help="drain what the binlog holds now, then stop (overrides [stream] trigger)")
+    ap.add_argument("--traceback", action="store_true",
+                    help="on a failure that is not a binlog-cdc error, show the whole traceback")
     args = ap.parse_args(argv)
-    try:
-        cfg = load_config(args.config)
-        if args.available_now:
-            cfg.trigger = "availableNow"
-        t = time.monotonic()
-        rc = run(cfg)
-        print(f"stopped after {time.monotonic() - t:.1f} s", flush=True)
-        return rc
-    except CdcError as e:
-        print(f"binlog-cdc job: {e}", file=sys.stderr)
-        return 2
+    from streaming.apps.runtime import StopSignals, cdc_error, failure_summary
+    with StopSignals("binlog-cdc job") as stop:
+        try:
+            cfg = load_config(args.config)
+            if args.available_now:
+                cfg.trigger = "availableNow"
+            return run(cfg, stop=stop)
+        except KeyboardInterrupt:     # only while PySpark's SIGINT handler was in place
+            print("binlog-cdc job: interrupted", file=sys.stderr)
+            return 130
+        except Exception as e:  # noqa: BLE001 - reported in one line, exit status 1 or 2
+            err = cdc_error(e)
+            if err is not None:
+                print(f"binlog-cdc job: {err}", file=sys.stderr)
+                return 2
+            if args.traceback:
+                raise
+            print(f"binlog-cdc job: the stream failed: {failure_summary(e)} (--traceback shows "
+                  f"the whole error)", file=sys.stderr)
+            return 1
 
 
 if __name__ == "__main__":

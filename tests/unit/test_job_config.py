@@ -77,3 +77,140 @@ def test_mistakes_are_named(tmp_path, monkeypatch, text, message):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigurationError, match="does not exist.*job.example.toml"):
         load_config(tmp_path / "nope.toml")
+
+
+# --- every section is checked before Spark starts (issue: a bad [source] was a Spark traceback) ---
+
+VALID = {
+    "source": {"host": "'db1'", "user": "'cdc'", "password": "'pw'", "port": "3307"},
+    "delta": {"path": "'/tmp/d'", "app_id": "'a1'"},
+    "stream": {"checkpoint": "'/tmp/c'", "trigger": "'5 seconds'"},
+    "metrics": {"port": "9108"},
+    "spark": {"master": "'local[2]'", '"spark.sql.shuffle.partitions"': "'2'"},
+}
+
+
+def _config(tmp_path, section=None, key=None, value=None):
+    """VALID with ``[section] key = value`` set (value None: the key removed)."""
+    sections = {s: dict(kv) for s, kv in VALID.items()}
+    if section is not None:
+        sections.setdefault(section, {})
+        if value is None:
+            sections[section].pop(key, None)
+        else:
+            sections[section][key] = value
+    text = "".join(f"[{s}]\n" + "".join(f"{k} = {v}\n" for k, v in kv.items()) + "\n"
+                   for s, kv in sections.items())
+    return _write(tmp_path, text)
+
+
+def test_the_valid_base_config_loads(tmp_path):
+    cfg = load_config(_config(tmp_path))
+    assert cfg.source == {"host": "db1", "user": "cdc", "password": "pw", "port": "3307"}
+    assert cfg.trigger == "5 seconds" and cfg.metrics_port == 9108
+    assert cfg.spark == {"master": "local[2]", "spark.sql.shuffle.partitions": "2"}
+
+
+@pytest.mark.parametrize("section, key, value, message", [
+    # [source]: the very parser of the Spark source (streaming.options.SourceOptions)
+    ("source", "maxEventsPerTriger", "5",
+     r"\[source\] unknown key 'maxEventsPerTriger' \(did you mean maxEventsPerTrigger\?\)"),
+    ("source", "port", "'abc'", r"\[source\] option port must be an integer, not 'abc'"),
+    ("source", "port", "0", r"\[source\] option port must be from 1 to 65535, not 0"),
+    ("source", "sslMode", "'bogus'", r"\[source\] sslMode must be one of disabled, preferred"),
+    ("source", "startingPosition", "'garbage'",
+     r"\[source\] startingPosition 'garbage' is not understood"),
+    ("source", "startingPosition", "{ file = 3 }", r"\[source\] startingPosition .* is not"),
+    ("source", "maxRetries", "-1", r"\[source\] option maxRetries must be >= 1, not -1"),
+    ("source", "failOnDataLoss", "'maybe'", r"\[source\] option failOnDataLoss must be true"),
+    ("source", "user", None, r"\[source\] .*needs option user"),
+    ("source", "path", "'/var/lib/mysql'", r"\[source\] path is for batch reads"),
+    ("source", "password_env", "'HOME'",
+     r"\[source\] password, password_env and password_file exclude each other"),
+    ("source", "includeTables", "3", r"\[source\] includeTables must be a string"),
+    # the other sections
+    ("delta", "pth", "'x'", r"\[delta\] unknown key 'pth' \(did you mean path\?\)"),
+    ("delta", "app_id", "7", r"\[delta\] app_id must be a string, not 7"),
+    ("stream", "trigger", "'10s'", r"\[stream\] trigger '10s' is not an interval"),
+    ("stream", "trigger", "10", r"\[stream\] trigger must be a string"),
+    ("stream", "trigger", "'1 month'", r"\[stream\] trigger '1 month' is not an interval"),
+    ("stream", "checkpointLocation", "'c'", r"\[stream\] unknown key 'checkpointLocation'"),
+    ("stream", "query_name", "''", r"\[stream\] query_name must not be empty"),
+    ("metrics", "port", "'x'", r"\[metrics\] port must be an integer from 0 to 65535, not 'x'"),
+    ("metrics", "port", "70000", r"\[metrics\] port must be an integer from 0 to 65535"),
+    ("metrics", "prot", "1", r"\[metrics\] unknown key 'prot' \(did you mean port\?\)"),
+    ("spark", "shuffle", "'2'", r"\[spark\] shuffle is not a Spark setting"),
+])
+def test_every_section_and_key_is_checked(tmp_path, section, key, value, message):
+    with pytest.raises(ConfigurationError, match=r"job config .*job\.toml: " + message):
+        load_config(_config(tmp_path, section, key, value))
+
+
+def test_a_section_that_is_not_a_table(tmp_path):
+    with pytest.raises(ConfigurationError, match=r"\[stream\] must be a table"):
+        load_config(_write(tmp_path, "stream = 'x'\n[source]\nhost = 'h'\n"))
+
+
+@pytest.mark.parametrize("trigger", ["10 seconds", "1 minute 30 seconds", "500 milliseconds",
+                                     "interval 2 Seconds", "0 seconds", "1.5 seconds",
+                                     "availableNow", "available_now"])
+def test_triggers_spark_accepts(tmp_path, trigger):
+    assert load_config(_config(tmp_path, "stream", "trigger", f"'{trigger}'")).trigger == trigger
+
+
+def test_metrics_port_zero_means_any_free_port(tmp_path):
+    assert load_config(_config(tmp_path, "metrics", "port", "0")).metrics_port == 0
+
+
+def test_table_lists_become_the_comma_separated_option(tmp_path):
+    cfg = load_config(_config(tmp_path, "source", "includeTables", "['shop.*', 'crm.users']"))
+    assert cfg.source["includeTables"] == "shop.*,crm.users"
+
+
+def _run_main(tmp_path, config) -> tuple[int, str, str, bool]:
+    """``main([config])`` in a fresh interpreter: (exit status, stdout, stderr, whether pyspark
+    was imported)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys\nfrom streaming.apps.job import main\nrc = main([sys.argv[1]])\n"
+            "print('PYSPARK' if any(m.startswith('pyspark') for m in sys.modules) else 'NO', "
+            "file=sys.stderr)\nsys.exit(rc)\n")
+    run = subprocess.run([sys.executable, "-c", code, str(config)], capture_output=True,
+                         text=True, timeout=60, cwd=root, env={**__import__("os").environ,
+                                                                "PYTHONPATH": str(root)})
+    *lines, marker = run.stderr.splitlines()
+    return run.returncode, run.stdout, "\n".join(lines), marker == "PYSPARK"
+
+
+@pytest.mark.parametrize("section, key, value, message", [
+    ("source", "port", "'abc'", "[source] option port must be an integer, not 'abc'"),
+    ("source", "maxRetries", "-1", "[source] option maxRetries must be >= 1, not -1"),
+    ("stream", "trigger", "'soon'", "[stream] trigger 'soon' is not an interval"),
+])
+def test_a_bad_config_exits_2_with_one_line_before_spark_starts(tmp_path, section, key, value,
+                                                                message):
+    rc, out, err, spark_imported = _run_main(tmp_path, _config(tmp_path, section, key, value))
+    assert rc == 2
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"binlog-cdc job: job config {tmp_path / 'job.toml'}: {message}"), err
+    assert not spark_imported          # no JVM was started for a config that cannot run
+    assert out == ""
+
+
+def test_the_cli_on_a_bad_config_is_quick_and_quiet(tmp_path):
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    t = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "streaming.job",
+                          str(_config(tmp_path, "source", "sslMode", "'bogus'"))],
+                         capture_output=True, text=True, timeout=60, cwd=root,
+                         env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    took = time.monotonic() - t
+    assert run.returncode == 2 and run.stdout == ""
+    assert len(run.stderr.splitlines()) == 1 and "[source] sslMode must be one of" in run.stderr
+    assert took < 5, took     # ~0.3 s: no Spark session (which takes 10 s and more)

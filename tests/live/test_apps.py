@@ -1,0 +1,289 @@
+"""The job runner (``python3 -m streaming.job``) as its users meet it: a process that prints one
+line per micro-batch, stops gracefully on SIGINT/SIGTERM, and turns every mistake into one line
+on stderr with exit status 2."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("deltalake")
+
+pytestmark = [pytest.mark.server, pytest.mark.spark]
+
+ROOT = Path(__file__).resolve().parents[2]
+BATCH = re.compile(r"^batch (\d+): (\d+) rows ")
+
+
+def _insert(mariadb, db, ids, one_transaction=False):
+    conn = mariadb.connect(database=db)
+    try:
+        with conn.cursor() as cur:
+            if one_transaction:
+                cur.execute("BEGIN")
+            for i in ids:
+                cur.execute("INSERT INTO t VALUES (%s, %s)", (i, f"v{i}"))
+            if one_transaction:
+                cur.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def _config(tmp_path, mariadb, db, start, source_extra="", spark_extra="", trigger="1 second",
+            password_env="TEST_APPS_PASSWORD", metrics=True, port=None) -> Path:
+    p = {**mariadb.cdc_params(), **({"port": port} if port else {})}
+    f = tmp_path / "job.toml"
+    f.write_text(textwrap.dedent(f"""\
+        [source]
+        host = "{p['host']}"
+        port = {p['port']}
+        user = "{p['user']}"
+        password_env = "{password_env}"
+        includeTables = "{db}.*"
+        startingPosition = {{file = "{start[0]}", pos = {start[1]}}}
+        maxEventsPerTrigger = 5
+        """) + source_extra + textwrap.dedent(f"""
+        [delta]
+        path = "{tmp_path / 'delta'}"
+        app_id = "apps-test"
+
+        [stream]
+        checkpoint = "{tmp_path / 'chk'}"
+        trigger = "{trigger}"
+        query_name = "apps_test"
+        """) + ("\n[metrics]\nport = 0\n" if metrics else "") + textwrap.dedent("""
+        [spark]
+        master = "local[2]"
+        "spark.sql.shuffle.partitions" = "1"
+        """) + spark_extra)
+    return f
+
+
+def _noise(err: str) -> list[str]:
+    """Lines of stderr that must not be there: tracebacks, ERROR logs (Spark's, py4j's), Java
+    exceptions. (Spark's start-up WARN lines and its 'Setting Spark log level to "ERROR".' may.)"""
+    return [l for l in err.splitlines()
+            if "Traceback" in l or "Exception" in l or l.startswith(("\tat ", "  File "))
+            or (re.search(r"\bERROR\b", l) and 'log level to "ERROR"' not in l)]
+
+
+class Job:
+    """``python3 -m streaming.job <config>`` in its own process group (as a shell runs a
+    foreground command: Ctrl-C reaches the whole group), stdout read line by line."""
+
+    def __init__(self, config: Path, env: dict):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streaming.job", str(config)], cwd=ROOT, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+        self.lines: list[str] = []
+        self._q: queue.Queue = queue.Queue()
+        self._err: list[str] = []
+        threading.Thread(target=self._read, args=(self.proc.stdout, self._q), daemon=True).start()
+        threading.Thread(target=lambda: self._err.extend(self.proc.stderr), daemon=True).start()
+
+    @staticmethod
+    def _read(stream, q):
+        for line in stream:
+            q.put(line.rstrip("\n"))
+        q.put(None)
+
+    def wait_for(self, predicate, timeout: float = 150) -> str:
+        """The first new stdout line for which *predicate* holds (earlier ones are kept)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self._q.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if line is None:
+                break
+            self.lines.append(line)
+            if predicate(line):
+                return line
+        self.kill()
+        pytest.fail(f"no such line within {timeout} s; stdout: {self.lines}; stderr: "
+                    f"{''.join(self._err)[-3000:]}")
+
+    def batches(self) -> list[tuple[int, int]]:
+        return [(int(m[1]), int(m[2])) for m in map(BATCH.match, self.lines) if m]
+
+    def finish(self, timeout: float = 90) -> tuple[int, list[str], str]:
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise
+        while True:
+            try:
+                line = self._q.get(timeout=5)
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            self.lines.append(line)
+        time.sleep(0.2)
+        return rc, self.lines, "".join(self._err)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+@pytest.mark.parametrize("how", ["SIGTERM to the process", "Ctrl-C: SIGINT to its group"])
+def test_the_job_stops_gracefully_and_prints_each_batch_once(mariadb, db, tmp_path, how):
+    mariadb.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(20))")
+    start = mariadb.current_position()
+    _insert(mariadb, db, range(12))                       # 12 transactions: batches of 5, 5, 2
+    cfg = _config(tmp_path, mariadb, db, start,
+                  # idle progress events (they carry the next batch's id) twice a second
+                  spark_extra='"spark.sql.streaming.noDataProgressEventInterval" = "500"\n')
+    job = Job(cfg, {"TEST_APPS_PASSWORD": mariadb.cdc_params()["password"]})
+    try:
+        url = job.wait_for(lambda l: l.startswith("Prometheus metrics on ")).split()[-1]
+        job.wait_for(lambda l: sum(r for _, r in job.batches()) >= 12)
+        time.sleep(2.5)                                   # idle: several idle progress events
+        _insert(mariadb, db, range(100, 104), one_transaction=True)
+        job.wait_for(lambda l: sum(r for _, r in job.batches()) >= 16)
+        end = mariadb.current_position()
+        deadline = time.monotonic() + 20          # the listener bus is asynchronous
+        while True:
+            metrics = urllib.request.urlopen(url, timeout=10).read().decode()
+            rows = re.search(r'^binlog_cdc_rows_total\{query="apps_test",.*\} (\S+)$', metrics,
+                             re.M)
+            if (rows and float(rows[1]) == 16) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert rows and float(rows[1]) == 16, metrics
+        if how.startswith("SIGTERM"):
+            job.proc.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(job.proc.pid, signal.SIGINT)
+        rc, lines, err = job.finish()
+    finally:
+        job.kill()
+    assert rc == 0, (lines, err[-3000:])
+    batches = job.batches()
+    # one line per real batch: ids 0, 1, 2, ... each once (idle events print nothing), and the
+    # batch after the idle time is there (it has the id the idle events carried)
+    assert [b for b, _ in batches] == list(range(len(batches))), lines
+    assert sum(r for _, r in batches) == 16 and batches[-1][1] == 4, lines
+    stopped = [l for l in lines if l.startswith("stopped at offset ")]
+    assert len(stopped) == 1 and lines[-1] == stopped[0], lines
+    assert stopped[0].startswith(f"stopped at offset {end[0]}:{end[1]} "), (stopped, end)
+    assert f"{len(batches)} batches, 16 rows" in stopped[0]
+    sig = "SIGTERM" if how.startswith("SIGTERM") else "SIGINT"
+    assert f"binlog-cdc job: {sig}: stopping" in err
+    assert not _noise(err), err[-3000:]
+    # the metrics server is gone with the process, the port is free again
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_a_wrong_password_is_one_line_and_exit_2(mariadb, db, tmp_path):
+    mariadb.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(20))")
+    cfg = _config(tmp_path, mariadb, db, mariadb.current_position(), metrics=True)
+    job = Job(cfg, {"TEST_APPS_PASSWORD": "not-the-password"})
+    try:
+        rc, lines, err = job.finish(timeout=150)
+    finally:
+        job.kill()
+    assert rc == 2, (lines, err[-3000:])
+    ours = [l for l in err.splitlines() if l.startswith("binlog-cdc job:")]
+    assert len(ours) == 1 and err.splitlines()[-1] == ours[0], err[-3000:]
+    assert "refused user 'cdc': check the password" in ours[0]
+    assert not _noise(err) and "SQLSTATE" not in ours[0], err[-3000:]
+    assert not any(l.startswith("stopped") for l in lines)
+
+
+# --- runtime mistakes, in process (the session of the module is reused: no JVM start each) ---
+
+
+@pytest.fixture
+def job_main(spark, mariadb, db, tmp_path, capsys, monkeypatch):
+    """``(rc, stdout, stderr)`` of ``streaming.apps.job.main([config])`` in this process."""
+    from streaming.apps.job import main
+    mariadb.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(20))")
+    monkeypatch.setenv("TEST_APPS_PASSWORD", mariadb.cdc_params()["password"])
+
+    def run(**kw):
+        cfg = _config(tmp_path, mariadb, db, kw.pop("start", mariadb.current_position()),
+                      trigger=kw.pop("trigger", "availableNow"), metrics=False, **kw)
+        capsys.readouterr()
+        t = time.monotonic()
+        rc = main([str(cfg)])
+        out, err = capsys.readouterr()
+        return rc, out, err, time.monotonic() - t
+
+    yield run
+    assert not spark.streams.active
+
+
+def _one_error_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("binlog-cdc job: "), err
+    assert "Traceback" not in err and "SQLSTATE" not in err and "STREAM_FAILED" not in err
+    return lines[0][len("binlog-cdc job: "):]
+
+
+def test_an_unreachable_server(job_main):
+    with socket.socket() as s:                    # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    rc, out, err, took = job_main(port=port, source_extra=textwrap.dedent("""\
+        maxRetries = 1
+        maxRetryTimeMs = 1000
+        connectTimeoutMs = 1000
+        """))
+    assert rc == 2, (out, err)
+    msg = _one_error_line(err)
+    assert f"127.0.0.1:{port}" in msg and "ServerConnectionError" not in msg, msg
+    assert took < 60
+
+
+def test_a_purged_start_file(job_main):
+    rc, out, err, _ = job_main(start=("mysql-bin.000000", 4))
+    assert rc == 2, (out, err)
+    msg = _one_error_line(err)
+    assert "mysql-bin.000000" in msg and "purged" in msg and "failOnDataLoss=false" in msg, msg
+
+
+def test_a_table_without_primary_key_fails_in_foreach_batch(job_main, mariadb, db):
+    mariadb.execute(f"CREATE TABLE {db}.nopk (id INT, v INT)")
+    start = mariadb.current_position()
+    mariadb.execute(f"INSERT INTO {db}.nopk VALUES (1, 1)")
+    rc, out, err, _ = job_main(start=start)
+    assert rc == 2, (out, err)
+    msg = _one_error_line(err)
+    assert f"{db}.nopk" in msg and "primary key" in msg, msg
+
+
+def test_start_and_stop_metrics_leave_nothing_behind(spark):
+    from streaming.metrics import start_metrics, stop_metrics
+    listeners = spark.streams._jsqm.listListeners
+    before = len(listeners())
+    listener = start_metrics(spark, port=0)
+    port = listener.port
+    assert len(listeners()) == before + 1
+    assert b"binlog_cdc_rows" in urllib.request.urlopen(
+        f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+    stop_metrics(spark, listener)
+    stop_metrics(spark, listener)                 # twice is harmless
+    assert len(listeners()) == before
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0
