@@ -203,19 +203,41 @@ class Workload(threading.Thread):
                             (status, oid))])
 
 
+def existing_orders(server: Server, n: int) -> None:
+    """*n* orders (ids from 1,000,001: the workload's are smaller) written before the stream
+    starts, in transactions of 2000 rows."""
+    conn = server.connect(DB)
+    try:
+        with conn.cursor() as cur:
+            for lo in range(0, n, 2000):
+                rows = [(1_000_001 + i, i % 97, Decimal(1000 + i % 90000) / 100,
+                         ("paid", "shipped", "new")[i % 3], None if i % 4 else f"old #{i}")
+                        for i in range(lo, min(n, lo + 2000))]
+                cur.execute("BEGIN")
+                cur.executemany("INSERT INTO orders VALUES (%s, %s, %s, %s, %s, NOW(6), NULL)",
+                                rows)
+                cur.execute("COMMIT")
+    finally:
+        conn.close()
+
+
 # --- the stream -----------------------------------------------------------------------------------
 
 LIVE_TRIGGER = "500 milliseconds"
 
 
-def start_stream(spark, server: Server, start: Position, out: Path, upserter, *,
+def start_stream(spark, server: Server, start: Position | None, out: Path, upserter, *,
                  batch_rows: int, available_now: bool):
+    """*start* None: a snapshot of the tables first, then the binlog."""
     r = server.replication
+    begin = "snapshot" if start is None else json.dumps(Position(start.file,
+                                                                  start.pos).to_offset())
     reader = (spark.readStream.format("binlog-cdc")
               .option("host", r["host"]).option("port", str(r["port"]))
               .option("user", r["user"]).option("password", r["password"])
               .option("includeTables", f"{DB}.*")
-              .option("startingPosition", json.dumps(Position(start.file, start.pos).to_offset()))
+              .option("startingPosition", begin)
+              .option("snapshotChunkRows", str(max(1000, batch_rows)))
               .option("maxEventsPerTrigger", str(batch_rows)))
     writer = (reader.load().writeStream.queryName("cdc_demo").foreachBatch(upserter)
               .option("checkpointLocation", str(out / "checkpoint")))
@@ -250,7 +272,7 @@ def lag_of(progress: dict) -> dict:
             rep = json.loads(src.get("latestOffset") or "null")
         except ValueError:
             continue
-        if isinstance(rep, dict) and "behindBytes" in rep:
+        if isinstance(rep, dict) and ("behindBytes" in rep or "snapshot" in rep):
             return rep
     return {}
 
@@ -275,10 +297,17 @@ class ProgressPrinter:
             self.rows += p["numInputRows"]
             lag = self.timed.lags.get(p["batchId"])
             self.printed += 1
+            snap = self.last_lag.get("snapshot")
+            if isinstance(snap, dict):            # the snapshot's progress, not the binlog's
+                where = (f"snapshot: {snap.get('table')} after key {snap.get('after')}, "
+                         f"{snap.get('tablesLeft')} table(s) left")
+            elif snap == "done":
+                where = "snapshot done, the binlog next"
+            else:
+                where = f"{self.last_lag.get('behindBytes', '?')} binlog bytes behind"
             say(f"batch {p['batchId']:>3}: {p['numInputRows']:>5} changes upserted "
                 f"(total {self.rows}), lag "
-                f"{'?' if lag is None else f'{lag[0]:.1f}-{lag[1]:.1f} s'}, "
-                f"{self.last_lag.get('behindBytes', '?')} binlog bytes behind")
+                f"{'?' if lag is None else f'{lag[0]:.1f}-{lag[1]:.1f} s'}, {where}")
 
 
 def check(query) -> None:
@@ -339,6 +368,9 @@ def main(argv=None) -> int:
     ap.add_argument("--password", default=os.environ.get("BINLOG_CDC_PASSWORD", ""))
     ap.add_argument("--password-file")
     ap.add_argument("--orders", type=int, default=2000, help="orders placed (default 2000)")
+    ap.add_argument("--existing", type=int, default=20000,
+                    help="orders already in the database before the stream starts: the stream "
+                         "reads them first with a snapshot (default 20000; 0: none)")
     ap.add_argument("--rate", type=float, default=150.0,
                     help="transactions a second the workload writes at most (default 150; "
                          "0: as fast as it can)")
@@ -398,7 +430,15 @@ class Demo:
         server.query(f"CREATE DATABASE {DB}")
         for ddl in TABLES.values():
             server.query(ddl.format(db=DB))
-        say(f"created {DB}.customers and {DB}.orders; the stream starts at {start.file}:{start.pos}")
+        if args.existing > 0:
+            existing_orders(server, args.existing)
+            start = None                  # the stream reads them with a snapshot first
+            say(f"created {DB}.customers and {DB}.orders with {args.existing} orders already "
+                f"there: the stream snapshots them first (startingPosition=snapshot), then "
+                f"follows the binlog")
+        else:
+            say(f"created {DB}.customers and {DB}.orders; the stream starts at "
+                f"{start.file}:{start.pos}")
 
         say("starting Spark (local[2]) ...")
         from streaming.local_spark import local_spark
