@@ -75,7 +75,7 @@ def cdc_source_reports(progress: Any) -> list[tuple[Any, dict]]:
     out = []
     for src in _get(progress, "sources", None) or ():
         d = _offset_json(_get(src, "latestOffset"))
-        if d is not None and "behindBytes" in d:
+        if d is not None and ("behindBytes" in d or "snapshot" in d):
             out.append((src, d))
     return out
 
@@ -115,8 +115,12 @@ class BinlogCdcMetricsListener(StreamingQueryListener):
         self.last_progress = Gauge(f"{ns}_last_progress_timestamp_seconds", "Unix time of the "
                                    "last progress event handled for the query", LABELS,
                                    registry=self.registry)
+        self.snapshot_tables_left = Gauge(f"{ns}_snapshot_tables_left", "Tables the initial "
+                                          "snapshot (startingPosition=snapshot) has still to "
+                                          "read, the one in progress included (0: done)",
+                                          LABELS, registry=self.registry)
         self._gauges = (self.lag_seconds, self.behind_bytes, self.behind_transactions,
-                        self.last_progress)
+                        self.last_progress, self.snapshot_tables_left)
         self._lock = threading.Lock()
         self._labels: dict[str, tuple[str, str]] = {}   # query id -> label values
         self.events = 0                                  # progress events with a cdc source
@@ -154,9 +158,13 @@ class BinlogCdcMetricsListener(StreamingQueryListener):
         qid = str(_get(progress, "id", "") or "")
         name = _get(progress, "name", None) or qid or "unnamed"
         labels = (str(name), qid)
-        lag = behind = txs = None
+        lag = behind = txs = snap_left = None
         rows = 0
         for src, d in reports:
+            snap = d.get("snapshot")
+            if snap is not None:        # snapshot progress: no binlog lag to report yet
+                left = snap.get("tablesLeft") if isinstance(snap, dict) else 0
+                snap_left = max(snap_left or 0, int(left or 0))
             n = _number(_get(src, "numInputRows", 0))
             rows += int(n) if n and n > 0 else 0
             # several binlog-cdc sources in one query: report the worst of them
@@ -176,6 +184,8 @@ class BinlogCdcMetricsListener(StreamingQueryListener):
                 self._remove(old)
             self._labels[qid] = labels
             self.lag_seconds.labels(*labels).set(lag if lag is not None else math.nan)
+            if snap_left is not None:
+                self.snapshot_tables_left.labels(*labels).set(snap_left)
             if behind is not None:
                 self.behind_bytes.labels(*labels).set(behind)
             if txs is not None:

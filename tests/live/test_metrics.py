@@ -220,3 +220,19 @@ def test_metrics_from_a_real_stream(spark, mariadb, db):
     finally:
         spark.streams.removeListener(listener)
         listener.http_server.shutdown()
+
+
+def test_snapshot_progress_is_published():
+    """During startingPosition=snapshot the source reports the snapshot's progress (tables left)
+    instead of binlog figures; its rows count, the lag is unknown until the binlog is read."""
+    listener = BinlogCdcMetricsListener()
+    qid = str(uuid.uuid4())
+    lbl = f'{{query="snap",query_id="{qid}"}}'
+    listener.update(_progress(qid, "snap", 500, {"snapshot": {
+        "tablesLeft": 2, "table": "shop.orders", "after": [500]}}))
+    s = listener.samples()
+    assert s["binlog_cdc_snapshot_tables_left" + lbl] == 2
+    assert s["binlog_cdc_rows_total" + lbl] == 500
+    assert math.isnan(s["binlog_cdc_lag_seconds" + lbl])
+    listener.update(_progress(qid, "snap", 100, {"snapshot": "done"}))
+    assert listener.samples()["binlog_cdc_snapshot_tables_left" + lbl] == 0
