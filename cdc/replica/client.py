@@ -127,10 +127,10 @@ class ReplicaClient:
         # from information_schema at the first connect, then following the binlog's DDL), or
         # information_schema itself, on a connection of its own (cdc.replica.metadata, .seeding).
         self._metadata_sql = SqlSession(lambda: connect(self.config, grant=self._grant_hint()))
-        self._schema_source = HistorySource(config, self._metadata_query)
-        self.metadata = TableMetadata(self._metadata_query,
-                                      history=self._schema_source.new_history())
-        self._schema_source.metadata = self.metadata
+        self._schema_source = source = HistorySource(config, self._metadata_query)
+        self.metadata = TableMetadata(self._metadata_query, history=source.new_history(),
+                                      seed=source.seed)
+        source.metadata = self.metadata
         self.last_connect_failure: str | None = None   # why the last attempt failed
 
     # --- public state ------------------------------------------------------------------------
@@ -240,7 +240,7 @@ class ReplicaClient:
             raise ConfigurationError("reseed_schema() needs schema_history=True")
         pos = self._position
         at = (pos.file, pos.pos) if pos is not None and pos.file is not None else None
-        self._schema_source.seed(history, info=self.server, at=at)
+        self._schema_source.seed(history, at=at)
 
     def __iter__(self):
         return self.transactions()
@@ -503,9 +503,7 @@ class ReplicaClient:
             if self._position is None:
                 self._position = start.position()
         preflight.check_start(query, info, variables, start, where=self.where)
-        history = self.metadata.history
-        if history is not None and not history.seeded:
-            self._schema_source.seed(history, query, info=info, status_sql=status_sql)
+        self._schema_source.server = (info, status_sql)     # for seeding the schema history
 
         checksum = str(variables.get("binlog_checksum", "NONE") or "NONE").upper()
         self.checksum = ChecksumAlg.CRC32 if checksum == "CRC32" else ChecksumAlg.OFF

@@ -33,6 +33,7 @@ from cdc.errors import CdcError, ConfigurationError, SchemaError
 from cdc.schema.columns import (CODES, ServerColumn, describe_columns, describe_table_map,
                                 shape_problems)
 from cdc.schema.history import Unknown
+from cdc.schema.sqltext import ddl_head
 from cdc.schema.tables import TableSchema
 from cdc.values.charsets import BINARY_COLLATION, charset_of
 from cdc.values.types import type_info
@@ -286,10 +287,11 @@ class TableMetadata:
     """
 
     def __init__(self, query: Callable, *, default_charset: str = DEFAULT_CHARSET,
-                 history=None):
+                 history=None, seed: Callable | None = None):
         self.query = query
         self.default_collation = collation_for_charset(default_charset)
         self.history = history
+        self.seed = seed        # seed(history): on the first need (a DDL, a table map lacking)
         self._done: dict[int, tuple] = {}     # id(tmap) -> (tmap, generation, full metadata)
         self._tables: dict[tuple, tuple[tuple, list]] = {}      # (db, table) -> (shape, columns)
         self._warned: set = set()
@@ -299,7 +301,11 @@ class TableMetadata:
     def on_query(self, ev) -> list[str]:
         """Feed a QUERY event to the history (DDL changes it); the tables it changed."""
         h = self.history
-        return h.apply_event(ev) if h is not None else []
+        if h is None or ddl_head(ev.query) is None:
+            return []
+        if not h.seeded and self.seed is not None:
+            self.seed(h)
+        return h.apply_event(ev)
 
     def complete(self, tmap, *, file: str | None = None, position: int | None = None) -> None:
         """Fill in what *tmap* lacks (once per table-map object and history generation; cheap
@@ -349,6 +355,10 @@ class TableMetadata:
         complete_table_map(tmap, server)
 
     def _from_history(self, h, tmap, file, position, *, again: bool, full: bool) -> None:
+        if not h.seeded and self.seed is not None:
+            if full or not h.captured(tmap.schema, tmap.table):
+                return      # a FULL table map needs no history (it is cross-checked once seeded)
+            self.seed(h)
         state, known = h.lookup(tmap.schema, tmap.table, file, position)
         if not known:
             if h.captured(tmap.schema, tmap.table) and needs_metadata(tmap):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from cdc.errors import CdcError
+from cdc.errors import CdcError, is_transient
 from cdc.replica.metadata import COLUMNS_SQL, recover_members, server_column
 from cdc.schema.columns import collation_of_name, safe_charset_collation
 from cdc.schema.tables import Diverged, TableSchema
@@ -160,6 +160,7 @@ class HistorySource:
         self.status_sql = "SHOW MASTER STATUS"
         self.reads = 0              # information_schema reads (seeds, single tables)
         self.metadata = None        # a TableMetadata whose ``reads`` count them too
+        self.server = None          # (ServerInfo, SHOW ... STATUS spelling), set at connect
 
     def new_history(self):
         """A :class:`~cdc.schema.history.SchemaHistory` for the config (None: switched off)."""
@@ -183,28 +184,40 @@ class HistorySource:
         return file is not None and end_pos is not None and \
             binlog_end(self.query, self.status_sql) == (file, end_pos)
 
-    def seed(self, history, query: Callable | None = None, *, info=None,
-             status_sql: str | None = None, at: tuple | None = None) -> tuple | None:
-        """Seed *history* from information_schema now (on *query*, default this source's), with
-        the binlog position it is valid at (read before and after; up to three tries while DDL
-        runs meanwhile). Returns that position."""
-        q = query or self.query
+    def seed(self, history, *, at: tuple | None = None) -> tuple | None:
+        """Seed *history* from information_schema now, with the binlog position it is valid at
+        (read before and after; up to three tries while DDL runs meanwhile); returns that
+        position. *at*: where a re-seed's versions begin (see ``SchemaHistory.seed``).
+
+        A first seed the server refuses (an error that is not a lost connection) leaves the
+        history empty, with a warning: tables it then meets are completed from information_schema
+        as it is when they are met."""
+        q = self.query
+        info, status_sql = self.server or (None, None)
         if status_sql:
             self.status_sql = status_sql
         if info is not None:
             history.mariadb = bool(info.is_mariadb)
             history.version = server_version(info.version)
-        rows = q("SELECT @@lower_case_table_names", None)
-        history.lower = bool(int(rows[0][0] or 0)) if rows else False
-        schemas = _literal_schemas(self.config.table_filter)
-        after = None
-        for _attempt in range(3):
-            before = binlog_end(q, self.status_sql)
-            tables, databases = read_schema(q, self.config.table_filter, schemas)
-            self._count()
-            after = binlog_end(q, self.status_sql)
-            if before == after:
-                break
+        try:
+            rows = q("SELECT @@lower_case_table_names", None)
+            history.lower = bool(int(rows[0][0] or 0)) if rows else False
+            schemas = _literal_schemas(self.config.table_filter)
+            after = None
+            for _attempt in range(3):
+                before = binlog_end(q, self.status_sql)
+                tables, databases = read_schema(q, self.config.table_filter, schemas)
+                self._count()
+                after = binlog_end(q, self.status_sql)
+                if before == after:
+                    break
+        except CdcError as e:
+            if is_transient(e) or history.seeded:
+                raise
+            log.warning("the schema history could not be read from information_schema (%s); "
+                        "tables are completed from information_schema when they are met", e)
+            history.seed({}, {})
+            return None
         history.seed(tables, databases, valid_from=after, at=at)
         log.info("schema history: %d table(s) read from information_schema, valid from %s",
                  len(tables), after)
