@@ -12,7 +12,7 @@ from cdc.replica.metadata import COLUMNS_SQL, recover_members, server_column
 from cdc.schema.columns import collation_of_name, safe_charset_collation
 from cdc.schema.tables import Diverged, TableSchema
 
-__all__ = ["read_schema", "read_table_schema", "binlog_end", "SYSTEM_SCHEMAS", "server_version",
+__all__ = ["read_schema", "read_collations", "read_table_schema", "binlog_end", "SYSTEM_SCHEMAS", "server_version",
            "HistorySource"]
 
 log = logging.getLogger("cdc.replica")
@@ -33,6 +33,8 @@ _TABLES_SQL = ("SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.TABLE_COLLATION FROM info
 _KEYS_SQL = ("SELECT s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.COLUMN_NAME, s.SUB_PART "
              "FROM information_schema.STATISTICS s WHERE s.NON_UNIQUE = 0 AND {where} "
              "ORDER BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.SEQ_IN_INDEX")
+_COLLATIONS_SQL = ("SELECT COLLATION_NAME, ID, CHARACTER_SET_NAME, IS_DEFAULT "
+                   "FROM information_schema.COLLATIONS")
 _SCHEMATA_SQL = ("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME "
                  "FROM information_schema.SCHEMATA")
 
@@ -41,12 +43,26 @@ def _text(v) -> str:
     return v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else str(v)
 
 
-def _collation(name, charset=None):
+def _collation(name, charset=None, known=None):
     try:
-        return collation_of_name(_text(name)) if name else safe_charset_collation(
-            _text(charset) if charset else None, None)
+        return collation_of_name(_text(name), known) if name else safe_charset_collation(
+            _text(charset) if charset else None, None, known)
     except CdcError:
         return None
+
+
+def read_collations(query: Callable) -> dict:
+    """``{collation name: id, character set name: its default collation id}`` of the server
+    (lower case names)."""
+    out: dict = {}
+    for name, cid, charset, default in query(_COLLATIONS_SQL, None):
+        if name is None or cid is None:
+            continue
+        name, cid = _text(name).lower(), int(cid)
+        out[name] = min(cid, out.get(name, cid))
+        if charset is not None and _text(default or "").upper() == "YES":
+            out.setdefault(_text(charset).lower(), cid)
+    return out
 
 
 def _where(alias: str, schemas) -> tuple[str, tuple]:
@@ -58,17 +74,19 @@ def _where(alias: str, schemas) -> tuple[str, tuple]:
 
 
 def read_schema(query: Callable, captures: Callable[[str], bool] | None = None,
-                schemas=None) -> tuple[dict, dict]:
+                schemas=None, known: dict | None = None) -> tuple[dict, dict]:
     """``({(db, table): TableSchema}, {db: default collation id})`` of the tables *captures*
     takes (all but the system databases' when None), as information_schema shows them now;
-    *schemas* (names) narrows the queries to those databases."""
-    databases = {_text(name): _collation(coll, cs) for name, cs, coll in query(_SCHEMATA_SQL, None)}
+    *schemas* (names) narrows the queries to those databases; *known*: the server's collation
+    ids by name (:func:`read_collations`)."""
+    databases = {_text(name): _collation(coll, cs, known)
+                 for name, cs, coll in query(_SCHEMATA_SQL, None)}
     where, args = _where("t", schemas)
     collations = {}
     for db, table, coll in query(_TABLES_SQL.format(where=where), args or None):
         db, table = _text(db), _text(table)
         if captures is None or captures(f"{db}.{table}"):
-            collations[(db, table)] = _collation(coll)
+            collations[(db, table)] = _collation(coll, None, known)
     where, args = _where("c", schemas)
     columns: dict[tuple, list] = {}
     for row in query(_ALL_COLUMNS_SQL.format(where=where), args or None):
@@ -103,15 +121,17 @@ def _schema(cols, collation, keys: dict) -> TableSchema:
         return TableSchema.from_server(cols, collation)
 
 
-def read_table_schema(query: Callable, db: str, table: str) -> TableSchema | None:
-    """One table as information_schema shows it now (None: not there)."""
+def read_table_schema(query: Callable, db: str, table: str,
+                      known: dict | None = None) -> TableSchema | None:
+    """One table as information_schema shows it now (None: not there); *known*: the server's
+    collation ids by name."""
     cols = [server_column(row) for row in query(COLUMNS_SQL, (db, table))]
     if not cols:
         return None
     cols = recover_members(query, db, table, cols)
     rows = query("SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
                  "AND TABLE_NAME = %s", (db, table))
-    collation = _collation(rows[0][0]) if rows and rows[0][0] else None
+    collation = _collation(rows[0][0], None, known) if rows and rows[0][0] else None
     keys: dict = {}
     for index, column, sub_part in query(
             "SELECT INDEX_NAME, COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS "
@@ -161,15 +181,17 @@ class HistorySource:
         self.reads = 0              # information_schema reads (seeds, single tables)
         self.metadata = None        # a TableMetadata whose ``reads`` count them too
         self.server = None          # (ServerInfo, SHOW ... STATUS spelling), set at connect
+        self.history = None
 
     def new_history(self):
         """A :class:`~cdc.schema.history.SchemaHistory` for the config (None: switched off)."""
         from cdc.schema.history import SchemaHistory
         if not getattr(self.config, "schema_history", True):
             return None
-        return SchemaHistory(captures=self.config.table_filter,
-                             on_unparsed=getattr(self.config, "on_unparsed_ddl", "fail"),
-                             read_table=self.read_table, at_end=self.at_end)
+        self.history = SchemaHistory(captures=self.config.table_filter,
+                                     on_unparsed=getattr(self.config, "on_unparsed_ddl", "fail"),
+                                     read_table=self.read_table, at_end=self.at_end)
+        return self.history
 
     def _count(self) -> None:
         self.reads += 1
@@ -178,7 +200,8 @@ class HistorySource:
 
     def read_table(self, db: str, table: str):
         self._count()
-        return read_table_schema(self.query, db, table)
+        known = self.history.collations if self.history is not None else None
+        return read_table_schema(self.query, db, table, known)
 
     def at_end(self, file, end_pos) -> bool:
         return file is not None and end_pos is not None and \
@@ -202,11 +225,13 @@ class HistorySource:
         try:
             rows = q("SELECT @@lower_case_table_names", None)
             history.lower = bool(int(rows[0][0] or 0)) if rows else False
+            history.collations.update(read_collations(q))
             schemas = _literal_schemas(self.config.table_filter)
             after = None
             for _attempt in range(3):
                 before = binlog_end(q, self.status_sql)
-                tables, databases = read_schema(q, self.config.table_filter, schemas)
+                tables, databases = read_schema(q, self.config.table_filter, schemas,
+                                                history.collations)
                 self._count()
                 after = binlog_end(q, self.status_sql)
                 if before == after:

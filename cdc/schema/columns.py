@@ -13,7 +13,6 @@ DECIMAL precision and scale, fractional seconds, BIT width and ENUM/SET storage 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import NamedTuple
 
 from cdc.binlog.constants import ColumnType as T
@@ -25,7 +24,7 @@ from cdc.values.types import ColumnDef, type_info
 __all__ = ["ServerColumn", "CODES", "BLOB_LENGTH_BYTES", "server_column", "shape_problems",
            "charset_collation", "collation_of_name", "max_bytes_per_char", "describe_columns",
            "describe_table_map", "TEXT_TYPES", "BLOB_TYPES", "convert_column",
-           "safe_charset_collation"]
+           "safe_charset_collation", "DEFAULT_COLLATIONS"]
 
 _QUOTED = re.compile(r"'((?:[^']|'')*)'")
 _INT_CODES = {"tinyint": T.TINY, "smallint": T.SHORT, "mediumint": T.INT24, "int": T.LONG,
@@ -170,21 +169,42 @@ def _norm_charset(name: str) -> str:
     return "utf8mb3" if n == "utf8" else n
 
 
-@lru_cache(maxsize=256)
-def charset_collation(charset: str) -> int:
-    """A collation id of *charset* (``utf8`` is ``utf8mb3``); ConfigurationError if unknown."""
-    return collation_for_charset(_norm_charset(charset))
+#: each character set's default collation id (MySQL and MariaDB agree on these; MySQL 8's
+#: utf8mb4 default is 255, utf8mb4_0900_ai_ci, which decodes as 45 does)
+DEFAULT_COLLATIONS = {
+    "big5": 1, "dec8": 3, "cp850": 4, "hp8": 6, "koi8r": 7, "latin1": 8, "latin2": 9,
+    "swe7": 10, "ascii": 11, "ujis": 12, "sjis": 13, "hebrew": 16, "tis620": 18, "euckr": 19,
+    "koi8u": 22, "gb2312": 24, "greek": 25, "cp1250": 26, "gbk": 28, "latin5": 30,
+    "armscii8": 32, "utf8mb3": 33, "ucs2": 35, "cp866": 36, "keybcs2": 37, "macce": 38,
+    "macroman": 39, "cp852": 40, "latin7": 41, "utf8mb4": 45, "cp1251": 51, "utf16": 54,
+    "utf16le": 56, "cp1256": 57, "cp1257": 59, "utf32": 60, "binary": 63, "geostd8": 92,
+    "cp932": 95, "eucjpms": 97, "gb18030": 248,
+}
 
 
-@lru_cache(maxsize=512)
-def collation_of_name(collation: str) -> int:
-    """A collation id of the character set of the collation *collation* (``latin1_swedish_ci``,
-    ``utf8mb4_0900_ai_ci``, ``binary``): every collation of a character set decodes alike, so the
-    character set is what counts. ConfigurationError if unknown."""
+def charset_collation(charset: str, known: dict | None = None) -> int:
+    """The default collation id of *charset* (``utf8`` is ``utf8mb3``): from *known* (the
+    server's ``{charset or collation name: id}``, see ``SchemaHistory.collations``), else
+    :data:`DEFAULT_COLLATIONS`; ConfigurationError if unknown."""
+    n = _norm_charset(charset)
+    if known and n in known:
+        return known[n]
+    hit = DEFAULT_COLLATIONS.get(n)
+    return hit if hit is not None else collation_for_charset(n)
+
+
+def collation_of_name(collation: str, known: dict | None = None) -> int:
+    """The id of the collation *collation* (``latin1_swedish_ci``, ``utf8mb4_0900_ai_ci``,
+    ``binary``): from *known* (the server's names), else its character set's default collation
+    (every collation of a character set decodes alike but latin2_czech_cs, which needs the
+    server's id). ConfigurationError if unknown."""
     n = str(collation).strip().strip("'\"`").lower()
     if n == "binary":
         return BINARY_COLLATION
-    return charset_collation(n.split("_", 1)[0])
+    if known and n in known:
+        return known[n]
+    cs = n.split("_", 1)[0]
+    return charset_collation("utf8mb3" if cs == "utf8" else cs, known)
 
 
 def max_bytes_per_char(collation: int | None) -> int:
@@ -382,11 +402,12 @@ def describe_columns(columns) -> str:
     return "(" + ", ".join(s.describe() for s in columns) + ")"
 
 
-def safe_charset_collation(charset: str | None, fallback: int | None) -> int | None:
+def safe_charset_collation(charset: str | None, fallback: int | None,
+                           known: dict | None = None) -> int | None:
     """:func:`charset_collation`, or *fallback* for no/unknown character set."""
     if not charset:
         return fallback
     try:
-        return charset_collation(charset)
+        return charset_collation(charset, known)
     except ConfigurationError:
         return fallback

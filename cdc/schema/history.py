@@ -122,6 +122,9 @@ class SchemaHistory:
         self.read_table = read_table
         self.at_end = at_end
         self.databases: dict[str, int | None] = {}
+        #: the server's collation ids by collation name, and its character sets' defaults by
+        #: character set name (``information_schema.COLLATIONS``, read with the seed)
+        self.collations: dict[str, int] = {}
         self.generation = 0          # bumped by every change: cheap "has anything changed?"
         self.seeded = False
         self.statements_applied = 0
@@ -343,19 +346,19 @@ class _Statement:
     def db_collation(self, charset, collation, fallback):
         try:
             if collation:
-                return collation_of_name(collation)
+                return collation_of_name(collation, self.h.collations)
         except ConfigurationError:
             return fallback
-        return safe_charset_collation(charset, fallback)
+        return safe_charset_collation(charset, fallback, self.h.collations)
 
     def table_collation(self, db: str, charset, collation):
         if collation:
             try:
-                return collation_of_name(collation)
+                return collation_of_name(collation, self.h.collations)
             except ConfigurationError:
                 return None
         if charset and charset.upper() != "DEFAULT":
-            return safe_charset_collation(charset, None)
+            return safe_charset_collation(charset, None, self.h.collations)
         return self.h.databases.get(db, self.server_collation if not self.h.databases else None)
 
     def create(self, stmt: CreateTable) -> None:
@@ -385,7 +388,7 @@ class _Statement:
             if stmt.primary_key:
                 actions.append(("add_pk", (stmt.primary_key,)))
             actions += [("add_unique", (n, parts)) for n, parts in stmt.unique_keys]
-            apply_actions(work, actions)
+            apply_actions(work, actions, known=self.h.collations)
         except Diverged as e:
             self.unsure((db, table), str(e))
             return
@@ -432,7 +435,8 @@ class _Statement:
             else:
                 try:
                     work = before.work()
-                    apply_actions(work, actions, default=self.h.databases.get(db))
+                    apply_actions(work, actions, default=self.h.databases.get(db),
+                                  known=self.h.collations)
                     new = finish(work, f"ALTER TABLE at {self.where()}")
                 except Diverged as e:
                     self.put(db, table, before)

@@ -73,6 +73,7 @@ class Work:
     pk: list = field(default_factory=list)          # column names
     uniques: list = field(default_factory=list)     # [(name, [(column, prefix?)])]
     collation: int | None = None
+    known: dict | None = None                       # the server's collation ids by name
 
     def index(self, name: str) -> int | None:
         low = name.lower()
@@ -88,15 +89,16 @@ class Work:
         return i
 
 
-def column_collation(spec, table_collation: int | None) -> int | None:
-    """The collation id of the column definition *spec* (None: not a text column)."""
+def column_collation(spec, table_collation: int | None, known: dict | None = None) -> int | None:
+    """The collation id of the column definition *spec* (None: not a text column); *known*:
+    the server's collation ids by name."""
     if spec.type_name not in TEXTUAL:
         return None
     try:
         if spec.collation and spec.collation != "_bin":
-            return collation_of_name(spec.collation)
+            return collation_of_name(spec.collation, known)
         if spec.charset:
-            return charset_collation(spec.charset)
+            return charset_collation(spec.charset, known)
     except ConfigurationError:
         raise Diverged(f"column {spec.name!r} has a character set binlog-cdc does not know "
                        f"({spec.charset or spec.collation})") from None
@@ -159,23 +161,27 @@ def _drop_index(work: Work, name: str) -> None:
 def _set_collation(work: Work, charset, collation, default) -> int | None:
     try:
         if collation:
-            return collation_of_name(collation)
+            return collation_of_name(collation, work.known)
         if charset and str(charset).upper() == "DEFAULT":
             return default
-        return charset_collation(charset) if charset else work.collation
+        return charset_collation(charset, work.known) if charset else work.collation
     except ConfigurationError:
         raise Diverged(f"a character set binlog-cdc does not know ({charset or collation})") \
             from None
 
 
 def _column(work: Work, spec) -> ServerColumn:
-    return server_column(spec, column_collation(spec, work.collation))
+    return server_column(spec, column_collation(spec, work.collation, work.known))
 
 
-def apply_actions(work: Work, actions, *, default: int | None = None) -> None:
+def apply_actions(work: Work, actions, *, default: int | None = None,
+                  known: dict | None = None) -> None:
     """Apply ALTER TABLE actions (``(kind, args)``, see :class:`cdc.schema.ddl.Action`) to
     *work*; *default* is the database's default collation (``CONVERT TO CHARACTER SET
-    DEFAULT``). :class:`Diverged` when they do not fit."""
+    DEFAULT``), *known* the server's collation ids by name. :class:`Diverged` when they do
+    not fit."""
+    if known is not None:
+        work.known = known
     for kind, args in actions:
         if kind == "add":
             spec, position, if_not_exists = args

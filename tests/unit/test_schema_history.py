@@ -422,3 +422,20 @@ def test_one_lookup_per_table_map_and_history_change():
     h.apply("ALTER TABLE t RENAME COLUMN a TO b", schema="db", file=F, pos=80)
     meta.complete(tmap, file=F, position=90)   # the same table-map object, a newer version
     assert len(calls) == 2 and tmap.column_names == ["id", "b"]
+
+
+def test_character_sets_get_their_default_collation_not_the_first_id():
+    """latin2's first collation id (2, latin2_czech_cs) decodes differently from its default
+    (9, latin2_general_ci): a column of a DDL-created table must decode as the server does."""
+    from cdc.values.charsets import codec_of
+    h = _history()
+    h.apply("CREATE TABLE l2 (a VARCHAR(3) CHARACTER SET latin2, "
+            "b VARCHAR(3) COLLATE latin2_croatian_ci, c CHAR(2) CHARACTER SET latin2 BINARY)",
+            schema="db", file=F, pos=10)
+    got = [c.collation for c in h.lookup("db", "l2", F, 20)[0].columns]
+    assert [codec_of(c) for c in got] == [codec_of(9)] * 3 and 2 not in got
+    # the server's own names, when the seed read them
+    h.collations.update({"latin2_czech_cs": 2, "latin2_croatian_ci": 27})
+    h.apply("CREATE TABLE cz (a CHAR(1) COLLATE latin2_czech_cs, b CHAR(1) COLLATE "
+            "latin2_croatian_ci)", schema="db", file=F, pos=30)
+    assert [c.collation for c in h.lookup("db", "cz", F, 40)[0].columns] == [2, 27]
