@@ -291,8 +291,9 @@ class ReplicaConfig:
             raise ConfigurationError(f"max_packet_size must be an integer >= 1024, not "
                                      f"{self.max_packet_size!r}")
         if self.on_unparsed_ddl not in ON_UNPARSED_DDL:
-            raise ConfigurationError(f"on_unparsed_ddl must be one of {', '.join(ON_UNPARSED_DDL)}, "
-                                     f"not {self.on_unparsed_ddl!r}")
+            raise ConfigurationError(f"on_unparsed_ddl must be one of "
+                                     f"{', '.join(ON_UNPARSED_DDL)}, not "
+                                     f"{self.on_unparsed_ddl!r}")
         tf = self.table_filter
         if isinstance(tf, (list, tuple)):
             from cdc.binlog.transactions import TableFilter

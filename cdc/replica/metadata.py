@@ -355,13 +355,14 @@ class TableMetadata:
         complete_table_map(tmap, server)
 
     def _from_history(self, h, tmap, file, position, *, again: bool, full: bool) -> None:
+        needs = needs_metadata(tmap)
         if not h.seeded and self.seed is not None:
-            if full or not h.captured(tmap.schema, tmap.table):
-                return      # a FULL table map needs no history (it is cross-checked once seeded)
+            if not needs or not h.captured(tmap.schema, tmap.table):
+                return      # nothing to complete (a FULL table map is cross-checked once seeded)
             self.seed(h)
         state, known = h.lookup(tmap.schema, tmap.table, file, position)
         if not known:
-            if h.captured(tmap.schema, tmap.table) and needs_metadata(tmap):
+            if h.captured(tmap.schema, tmap.table) and needs:
                 self._complete(tmap, file, position)
             return
         where = f"at file {file}, position {position}"
@@ -379,6 +380,9 @@ class TableMetadata:
                                 tmap.qualified_name, where, state.origin,
                                 describe_table_map(tmap), describe_columns(columns),
                                 "; ".join(problems))
+                if needs:   # FULL, but pre-5.6 temporals without their precision
+                    self._complete(tmap, file, position) if problems else \
+                        complete_table_map(tmap, columns)
                 return
             problems = shape_problems(tmap, columns)
             if problems:
@@ -400,6 +404,8 @@ class TableMetadata:
             complete_table_map(tmap, columns)
             return
         if full:
+            if needs:
+                self._complete(tmap, file, position)
             return
         why = state.describe() if isinstance(state, Unknown) else \
             "not there (dropped or renamed before this position)"

@@ -12,8 +12,8 @@ from cdc.replica.metadata import COLUMNS_SQL, recover_members, server_column
 from cdc.schema.columns import collation_of_name, safe_charset_collation
 from cdc.schema.tables import Diverged, TableSchema
 
-__all__ = ["read_schema", "read_collations", "read_table_schema", "binlog_end", "SYSTEM_SCHEMAS", "server_version",
-           "HistorySource"]
+__all__ = ["read_schema", "read_collations", "read_table_schema", "binlog_end", "SYSTEM_SCHEMAS",
+           "server_version", "HistorySource"]
 
 log = logging.getLogger("cdc.replica")
 
@@ -28,7 +28,8 @@ _ALL_COLUMNS_SQL = (
     "c.NUMERIC_PRECISION, c.NUMERIC_SCALE, c.CHARACTER_OCTET_LENGTH, c.IS_NULLABLE "
     "FROM information_schema.COLUMNS c WHERE {where} "
     "ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION")
-_TABLES_SQL = ("SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.TABLE_COLLATION FROM information_schema.TABLES t "
+_TABLES_SQL = ("SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.TABLE_COLLATION "
+               "FROM information_schema.TABLES t "
                "WHERE t.TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND {where}")
 _KEYS_SQL = ("SELECT s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.COLUMN_NAME, s.SUB_PART "
              "FROM information_schema.STATISTICS s WHERE s.NON_UNIQUE = 0 AND {where} "

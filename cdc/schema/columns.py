@@ -46,7 +46,8 @@ CODES: dict[str, frozenset] = {
     "integer": frozenset({T.LONG}), "bigint": frozenset({T.LONGLONG}),
     "float": frozenset({T.FLOAT}), "double": frozenset({T.DOUBLE}),
     "real": frozenset({T.DOUBLE}), "double precision": frozenset({T.DOUBLE}),
-    "decimal": frozenset({T.NEWDECIMAL, T.DECIMAL}), "numeric": frozenset({T.NEWDECIMAL, T.DECIMAL}),
+    "decimal": frozenset({T.NEWDECIMAL, T.DECIMAL}),
+    "numeric": frozenset({T.NEWDECIMAL, T.DECIMAL}),
     "date": frozenset({T.DATE, T.NEWDATE}), "time": frozenset({T.TIME, T.TIME2}),
     "datetime": frozenset({T.DATETIME, T.DATETIME2}),
     "timestamp": frozenset({T.TIMESTAMP, T.TIMESTAMP2}), "year": frozenset({T.YEAR}),
@@ -162,7 +163,7 @@ class ServerColumn(NamedTuple):
         return col
 
 
-# --- character sets ----------------------------------------------------------------------------
+# --- character sets -------------------------------------------------------------------------------
 
 def _norm_charset(name: str) -> str:
     n = str(name).strip().strip("'\"`").lower()
@@ -212,7 +213,7 @@ def max_bytes_per_char(collation: int | None) -> int:
     return _MAXLEN.get(charset_of(collation) or "", 1)
 
 
-# --- columns from DDL ------------------------------------------------------------------------------
+# --- columns from DDL -----------------------------------------------------------------------------
 
 def _members_sql(members) -> str:
     return ",".join("'" + m.replace("'", "''") + "'" for m in members)
@@ -308,14 +309,14 @@ def convert_column(col: ServerColumn, collation: int) -> ServerColumn:
         nt = _blob_type_for(chars * new, not to_binary)
         octets = (255, 65535, (1 << 24) - 1, (1 << 32) - 1)[
             (TEXT_TYPES if nt in TEXT_TYPES else BLOB_TYPES).index(nt)]
-        return col._replace(data_type=nt, column_type=nt, collation=None if to_binary else collation,
-                            octets=octets)
+        return col._replace(data_type=nt, column_type=nt,
+                            collation=None if to_binary else collation, octets=octets)
     if t in ("enum", "set"):
         return col._replace(collation=collation)
     return col
 
 
-# --- comparing with a table map --------------------------------------------------------------------
+# --- comparing with a table map -------------------------------------------------------------------
 
 def _enum_pack(n: int) -> int:
     return 1 if n < 256 else 2

@@ -124,7 +124,7 @@ class Unparsed:
     tables: list = field(default_factory=list)
 
 
-# --- statements ------------------------------------------------------------------------------------
+# --- statements -----------------------------------------------------------------------------------
 
 def _create_table(p: DdlParser) -> CreateTable:
     if_not_exists = p.if_not_exists()
@@ -505,8 +505,8 @@ def parse_ddl(sql: str, *, ansi_quotes: bool = False, real_as_float: bool = Fals
     try:
         toks = tokenize(text, ansi_quotes)
     except Exception as e:      # sqlglot's TokenError: an unterminated string or comment
-        if re.match(r"\s*(?:ALTER|CREATE|DROP|RENAME|TRUNCATE)\b.*?\bTABLES?\b", text, re.I | re.S) \
-                or head == "TRUNCATE":
+        if head == "TRUNCATE" or re.match(r"\s*(?:ALTER|CREATE|DROP|RENAME)\b.*?\bTABLES?\b",
+                                          text, re.I | re.S):
             return Unparsed(f"the statement does not tokenize ({e})", _regex_tables(text))
         return None
     if not toks or toks[0].up != head:

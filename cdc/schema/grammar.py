@@ -259,7 +259,8 @@ class DdlParser(TokenParser):
                        "VISIBLE", "ENFORCED", "FIXED", "DYNAMIC", "DISK", "MEMORY"):
                 self.i += 1
             elif self.accept("WITH", "SYSTEM", "VERSIONING") or \
-                    self.accept("WITHOUT", "SYSTEM", "VERSIONING") or self.accept("NOT", "ENFORCED"):
+                    self.accept("WITHOUT", "SYSTEM", "VERSIONING") or \
+                    self.accept("NOT", "ENFORCED"):
                 pass
             else:
                 raise Unreadable(f"unexpected {self.peek().text!r} in the definition of column "

@@ -29,7 +29,7 @@ def cols(stmt) -> list[tuple]:
     return [(c.name, c.type_name, c.args, c.unsigned, c.charset) for c in stmt.columns]
 
 
-# --- the parser ----------------------------------------------------------------------------------
+# --- the parser -----------------------------------------------------------------------------------
 
 def test_create_table_types_as_mysql_stores_them():
     stmt = parse_ddl(
@@ -186,7 +186,7 @@ def test_fifty_odd_statements_leave_the_history_alone(caplog):
     assert "could not be parsed" not in caplog.text
 
 
-# --- the history ---------------------------------------------------------------------------------
+# --- the history ----------------------------------------------------------------------------------
 
 def _history(**kw) -> SchemaHistory:
     h = SchemaHistory(**kw)
@@ -341,14 +341,16 @@ def test_config_options():
         SchemaHistory(on_unparsed="x")
 
 
-# --- table maps completed from the history ---------------------------------------------------------
+# --- table maps completed from the history --------------------------------------------------------
 
 def _tmap(types_meta, names=None, table="t", table_id=7) -> TableMap:
     columns = []
     for i, (code, meta) in enumerate(types_meta):
         c = ColumnDef(i, code, meta, True)
-        if names:
+        if names:       # full metadata: names and character sets
             c.name = names[i]
+            if code in (T.VARCHAR, T.STRING, T.BLOB):
+                c.collation = UTF8MB4
         columns.append(c)
     return TableMap(table_id, 0, "db", table, columns, [], bool(names))
 
@@ -439,3 +441,23 @@ def test_character_sets_get_their_default_collation_not_the_first_id():
     h.apply("CREATE TABLE cz (a CHAR(1) COLLATE latin2_czech_cs, b CHAR(1) COLLATE "
             "latin2_croatian_ci)", schema="db", file=F, pos=30)
     assert [c.collation for c in h.lookup("db", "cz", F, 40)[0].columns] == [2, 27]
+
+
+def test_full_table_maps_of_old_temporals_take_their_precision_from_the_history():
+    """mysql56_temporal_format=OFF with FULL metadata: names are there, DATETIME(3)'s precision
+    is not (the old format has no metadata) -- the history gives it."""
+    h = _history()
+    h.apply("CREATE TABLE o (id INT, d DATETIME(3))", schema="db", file=F, pos=10)
+    meta = TableMetadata(_no_query, history=h)
+    tmap = _tmap([(T.LONG, None), (T.DATETIME, None)], names=["id", "d"], table="o")
+    meta.complete(tmap, file=F, position=20)
+    assert tmap.columns[1].meta == 3 and tmap.column_names == ["id", "d"]
+    assert meta.disagreements == 0
+
+
+def test_a_statement_that_does_not_tokenize_still_names_its_table():
+    stmt = parse_ddl("ALTER TABLE `db`.`t` ADD COLUMN c VARCHAR(3) DEFAULT 'unterminated")
+    assert isinstance(stmt, Unparsed) and ("db", "t") in stmt.tables
+    h = _history()
+    with pytest.raises(SchemaError, match="db.t"):
+        h.apply("ALTER TABLE t COMMENT 'oops", schema="db", file=F, pos=10)
