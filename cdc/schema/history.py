@@ -3,8 +3,9 @@
 A TABLE_MAP without ``binlog_row_metadata=FULL`` carries column types only; names, character sets,
 ENUM/SET members, signedness and the primary key have to come from elsewhere -- and for an event
 written before a later ``ALTER TABLE`` that is not today's ``information_schema``.  The history is
-seeded from information_schema once, at the stream's start (:meth:`SchemaHistory.seed`), then
-follows the DDL of the binlog's QUERY events (:meth:`SchemaHistory.apply_event`): each statement
+seeded from information_schema once (:meth:`SchemaHistory.seed`; a replica client does it when
+first needed: at the first DDL statement or table map lacking metadata), then follows the DDL
+of the binlog's QUERY events (:meth:`SchemaHistory.apply_event`): each statement
 that changes a captured table adds a *version* of that table at the statement's position, and
 :meth:`SchemaHistory.lookup` answers with the version in effect at a TABLE_MAP's position.
 
@@ -232,15 +233,15 @@ class SchemaHistory:
                          version=self.version)
         if stmt is None:
             return []
-        self._applied = key
         ctx = _Statement(self, sql, schema, (file, pos), (file, end_pos), key, server_collation)
         if isinstance(stmt, Unparsed):
-            ctx.unparsed(stmt)
+            ctx.unparsed(stmt)      # on_unparsed_ddl="fail": SchemaError, not applied
         elif error_code:
             for t in _named(stmt):
                 ctx.unsure(t, f"the statement failed on the source (error {error_code})")
         else:
             ctx.run(stmt)
+        self._applied = key
         changed = ctx.commit()
         if changed:
             self.statements_applied += 1
@@ -515,6 +516,9 @@ class _Statement:
         changed = []
         for k, (db, table, state) in self.pending.items():
             v = h._versions(db, table)
+            before, _known = v.at(self.key)
+            if before is state or (isinstance(state, TableSchema) and _same(state, before)):
+                continue
             v.put(self.key, state)
             if self.before_seed():
                 # from the point the seed was read on, information_schema's answer is exact

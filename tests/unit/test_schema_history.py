@@ -461,3 +461,16 @@ def test_a_statement_that_does_not_tokenize_still_names_its_table():
     h = _history()
     with pytest.raises(SchemaError, match="db.t"):
         h.apply("ALTER TABLE t COMMENT 'oops", schema="db", file=F, pos=10)
+
+
+def test_a_failed_statement_is_not_marked_applied():
+    """on_unparsed_ddl='fail' raises; the same statement read again (after the user switched to
+    'skip') is judged again, not silently taken as done."""
+    h = _history()
+    sql = "ALTER TABLE t ADD COLUMN g POINT REF_SYSTEM_ID=4326"
+    with pytest.raises(SchemaError):
+        h.apply(sql, schema="db", file=F, pos=10)
+    with pytest.raises(SchemaError):
+        h.apply(sql, schema="db", file=F, pos=10)
+    h.on_unparsed = "reseed"
+    assert h.apply(sql, schema="db", file=F, pos=10) == ["db.t"]
