@@ -221,12 +221,14 @@ class DdlParser(TokenParser):
                 spec.charset = self.charset_name()
             elif self.accept("ON", "UPDATE"):
                 self.skip_value()
-            elif w in ("COMMENT", "COLUMN_FORMAT", "STORAGE", "SRID", "COMPRESSED",
-                       "ENGINE_ATTRIBUTE", "SECONDARY_ENGINE_ATTRIBUTE"):
+            elif w == "COMPRESSED":         # MariaDB: COMPRESSED[=zlib]
                 self.i += 1
-                if self.is_p("=") or not (self.is_p(",") or self.is_p(")") or self.at_end()):
-                    if w != "COMPRESSED" or self.is_p("="):
-                        self.skip_value()
+                if self.is_p("="):
+                    self.skip_value()
+            elif w in ("COMMENT", "COLUMN_FORMAT", "STORAGE", "SRID", "ENGINE_ATTRIBUTE",
+                       "SECONDARY_ENGINE_ATTRIBUTE"):
+                self.i += 1
+                self.skip_value()
             elif w == "REFERENCES":
                 self.i += 1
                 self.qualified()

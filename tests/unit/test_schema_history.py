@@ -474,3 +474,27 @@ def test_a_failed_statement_is_not_marked_applied():
         h.apply(sql, schema="db", file=F, pos=10)
     h.on_unparsed = "reseed"
     assert h.apply(sql, schema="db", file=F, pos=10) == ["db.t"]
+
+
+_WORDS = ["ALTER", "TABLE", "CREATE", "DROP", "RENAME", "TO", "ADD", "COLUMN", "INT", "VARCHAR",
+          "(", ")", ",", "'x'", "`q`", "10", "PRIMARY", "KEY", "UNIQUE", "FIRST", "AFTER", "t",
+          "db.t", "CHARACTER", "SET", "latin1", "COLLATE", "ENUM", "DEFAULT", "NULL", "NOT",
+          "MODIFY", "CHANGE", "CONVERT", "PARTITION", "BY", "LIKE", "IF", "EXISTS", "/*!",
+          "*/", "--", "\n", ";", "=", "\"", "'", "SELECT", "AS", "INDEX", "ON"]
+
+
+def test_the_parser_never_raises_on_any_statement():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.sampled_from(["ALTER TABLE", "CREATE TABLE", "DROP TABLE", "RENAME TABLE",
+                            "TRUNCATE", "CREATE INDEX", "CREATE", "ALTER"]),
+           st.lists(st.sampled_from(_WORDS), max_size=25))
+    def check(head, words):
+        stmt = parse_ddl(head + " " + " ".join(words))
+        h = _history(on_unparsed="skip")
+        h.apply(head + " " + " ".join(words), schema="db", file=F, pos=10)
+        assert stmt is None or type(stmt).__module__ == "cdc.schema.ddl"
+
+    check()
