@@ -39,7 +39,7 @@ import time
 from typing import Iterator
 
 from cdc.binlog.constants import ChecksumAlg
-from cdc.binlog.events import HeartbeatEvent, RotateEvent, TableMapEvent
+from cdc.binlog.events import HeartbeatEvent, QueryEvent, RotateEvent, TableMapEvent
 from cdc.binlog.gtid import GtidSet
 from cdc.binlog.parser import BinlogParser
 from cdc.binlog.transactions import Transaction, TransactionAssembler
@@ -53,6 +53,7 @@ from cdc.replica.protocol import (BINLOG_DUMP_NON_BLOCK, ServerInfo, binlog_dump
                                   binlog_dump_gtid, grant_statement, heartbeat_period_ns,
                                   parse_server_version, quote_account, register_slave)
 from cdc.replica.metadata import TableMetadata
+from cdc.replica.seeding import HistorySource
 from cdc.replica.sql import SqlSession, connect, mysql_error, resolve_start
 
 __all__ = ["ReplicaClient"]
@@ -122,10 +123,14 @@ class ReplicaClient:
         self._last_packet_mono = 0.0
         self._warned_row_image = False
         self.dump_thread_starts = 0
-        # What TABLE_MAPs lack (no binlog_row_metadata=FULL), from information_schema, on a
-        # connection of its own (cdc.replica.metadata).
+        # What TABLE_MAPs lack (no binlog_row_metadata=FULL): from the schema history (seeded
+        # from information_schema at the first connect, then following the binlog's DDL), or
+        # information_schema itself, on a connection of its own (cdc.replica.metadata, .seeding).
         self._metadata_sql = SqlSession(lambda: connect(self.config, grant=self._grant_hint()))
-        self.metadata = TableMetadata(self._metadata_query)
+        self._schema_source = source = HistorySource(config, self._metadata_query)
+        self.metadata = TableMetadata(self._metadata_query, history=source.new_history(),
+                                      seed=source.seed)
+        source.metadata = self.metadata
         self.last_connect_failure: str | None = None   # why the last attempt failed
 
     # --- public state ------------------------------------------------------------------------
@@ -225,6 +230,18 @@ class ReplicaClient:
         for tx in self.transactions(max_idle=max_idle):
             yield from tx.changes()
 
+    def reseed_schema(self) -> None:
+        """Read the captured tables' shapes from information_schema again, to be used from
+        :attr:`position` on (after a :class:`~cdc.errors.SchemaError` saying the schema history
+        lost track of a table; then iterate again). Right when the tables have not changed
+        since :attr:`position` -- e.g. the stream is at the binlog's end."""
+        history = self.metadata.history
+        if history is None:
+            raise ConfigurationError("reseed_schema() needs schema_history=True")
+        pos = self._position
+        at = (pos.file, pos.pos) if pos is not None and pos.file is not None else None
+        self._schema_source.seed(history, at=at)
+
     def __iter__(self):
         return self.transactions()
 
@@ -308,8 +325,11 @@ class ReplicaClient:
             else:
                 raise ProtocolError(f"unexpected replication packet starting with 0x{head:02x}")
             for ev in events:
-                if type(ev) is TableMapEvent:
+                tev = type(ev)
+                if tev is TableMapEvent:
                     self.metadata.complete(ev.table, file=ev.file, position=ev.pos)
+                elif tev is QueryEvent:
+                    self.metadata.on_query(ev)     # DDL: the schema history follows it
                 tx = asm.push(ev)
                 if tx is not None:
                     pos = self._position
@@ -476,13 +496,14 @@ class ReplicaClient:
 
         start = self._resume_start() if self._connected_once or self._position is not None \
             else None
+        status_sql = "SHOW BINARY LOG STATUS" if not info.is_mariadb and \
+            info.version >= (8, 2, 0) else "SHOW MASTER STATUS"
         if start is None:
-            status_sql = "SHOW BINARY LOG STATUS" if not info.is_mariadb and \
-                info.version >= (8, 2, 0) else "SHOW MASTER STATUS"
             start = resolve_start(query, self.start, where=self.where, status_sql=status_sql)
             if self._position is None:
                 self._position = start.position()
         preflight.check_start(query, info, variables, start, where=self.where)
+        self._schema_source.server = (info, status_sql)     # for seeding the schema history
 
         checksum = str(variables.get("binlog_checksum", "NONE") or "NONE").upper()
         self.checksum = ChecksumAlg.CRC32 if checksum == "CRC32" else ChecksumAlg.OFF

@@ -19,13 +19,16 @@ from cdc.errors import CLI_PASSWORD_HINT, ConfigurationError
 
 __all__ = ["ReplicaConfig", "Secret", "SslOptions", "RetryPolicy", "read_password",
            "random_server_id", "PASSWORD_ENV", "SSL_MODES", "CLI_PASSWORD_HINT",
-           "MAX_PACKET_SIZE"]
+           "MAX_PACKET_SIZE", "ON_UNPARSED_DDL"]
 
 #: The environment variable a password is read from when no other is given.
 PASSWORD_ENV = "BINLOG_CDC_PASSWORD"
 
 #: The largest payload the client accepts (MySQL's largest max_allowed_packet: 1 GiB).
 MAX_PACKET_SIZE = 1 << 30
+
+#: ``on_unparsed_ddl`` values (:data:`cdc.schema.history.ON_UNPARSED_DDL`)
+ON_UNPARSED_DDL = ("fail", "skip", "reseed")
 
 
 class Secret:
@@ -231,6 +234,15 @@ class ReplicaConfig:
     :param password_hint: where the password is set, named by an authentication error.
     :param max_packet_size: the largest payload (event) accepted from the server; a larger one
         is a :class:`~cdc.errors.ProtocolError` instead of unbounded memory.
+    :param schema_history: follow the captured tables' shapes along the binlog
+        (:mod:`cdc.schema`): seeded from information_schema at the stream's start, then from
+        the binlog's DDL; table maps without full metadata are completed from the shape *of
+        their time*. False: from information_schema as it is now (checked by column types).
+    :param on_unparsed_ddl: a DDL statement that names a captured table but cannot be parsed:
+        ``"fail"`` (the default: :class:`~cdc.errors.SchemaError`), ``"skip"`` (ignore it: the
+        table keeps its previous shape) or ``"reseed"`` (read the table again from
+        information_schema if the stream is at the binlog's end, else its shape is unknown
+        from there).
     """
 
     host: str
@@ -252,6 +264,8 @@ class ReplicaConfig:
     row_decoder: str | None = None
     password_hint: str = CLI_PASSWORD_HINT
     max_packet_size: int = MAX_PACKET_SIZE
+    schema_history: bool = True
+    on_unparsed_ddl: str = "fail"
 
     def __post_init__(self):
         if not self.host:
@@ -276,6 +290,10 @@ class ReplicaConfig:
         if not isinstance(self.max_packet_size, int) or self.max_packet_size < 1024:
             raise ConfigurationError(f"max_packet_size must be an integer >= 1024, not "
                                      f"{self.max_packet_size!r}")
+        if self.on_unparsed_ddl not in ON_UNPARSED_DDL:
+            raise ConfigurationError(f"on_unparsed_ddl must be one of "
+                                     f"{', '.join(ON_UNPARSED_DDL)}, not "
+                                     f"{self.on_unparsed_ddl!r}")
         tf = self.table_filter
         if isinstance(tf, (list, tuple)):
             from cdc.binlog.transactions import TableFilter

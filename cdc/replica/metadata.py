@@ -12,6 +12,11 @@ wrongly decoded values.  A table information_schema does not show (dropped since
 privilege) gets the default character set of binlog files
 (:data:`cdc.binlog.files.DEFAULT_CHARSET`) and a warning.
 
+With a schema history (:mod:`cdc.schema`, the default of
+:class:`~cdc.replica.client.ReplicaClient`), the table's shape at the table map's position is
+used instead of today's: seeded from information_schema when the stream starts
+(:mod:`cdc.replica.seeding`), then following the binlog's DDL -- see :class:`TableMetadata`.
+
 :class:`TableMetadata` is what :class:`~cdc.replica.client.ReplicaClient` uses;
 :func:`read_columns` and :func:`complete_table_map` are the two halves.
 """
@@ -19,18 +24,22 @@ privilege) gets the default character set of binlog files
 from __future__ import annotations
 
 import logging
-import re
-from typing import Callable, NamedTuple
+from typing import Callable
 
 from cdc.binlog.constants import ColumnType as T
 from cdc.binlog.files import (DEFAULT_CHARSET, apply_default_charset, charset_columns,
                               collation_for_charset)
 from cdc.errors import CdcError, ConfigurationError, SchemaError
+from cdc.schema.columns import (CODES, ServerColumn, describe_columns, describe_table_map,
+                                shape_problems)
+from cdc.schema.history import Unknown
+from cdc.schema.sqltext import ddl_head
+from cdc.schema.tables import TableSchema
 from cdc.values.charsets import BINARY_COLLATION, charset_of
-from cdc.values.types import ColumnDef, type_info
+from cdc.values.types import type_info
 
-__all__ = ["COLUMNS_SQL", "ServerColumn", "read_columns", "recover_members", "needs_metadata",
-           "complete_table_map", "check_shape", "TableMetadata"]
+__all__ = ["COLUMNS_SQL", "ServerColumn", "read_columns", "server_column", "recover_members",
+           "needs_metadata", "complete_table_map", "check_shape", "TableMetadata", "RESEED_HINT"]
 
 log = logging.getLogger("cdc.replica")
 
@@ -43,152 +52,39 @@ COLUMNS_SQL = (
     "FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = %s AND c.TABLE_NAME = %s "
     "ORDER BY c.ORDINAL_POSITION")
 
-_QUOTED = re.compile(r"'((?:[^']|'')*)'")
-_INT_CODES = {"tinyint": T.TINY, "smallint": T.SHORT, "mediumint": T.INT24, "int": T.LONG,
-              "integer": T.LONG, "bigint": T.LONGLONG}
-_TEMPORAL2 = {"time": T.TIME2, "datetime": T.DATETIME2, "timestamp": T.TIMESTAMP2}
-_BLOB_LENGTH_BYTES = {"tinyblob": 1, "tinytext": 1, "blob": 2, "text": 2, "mediumblob": 3,
-                      "mediumtext": 3, "longblob": 4, "longtext": 4, "long": 3, "long varchar": 3}
-_GEOMETRIES = frozenset({"geometry", "point", "linestring", "polygon", "multipoint",
-                         "multilinestring", "multipolygon", "geometrycollection",
-                         "geomcollection"})
-_BLOBS = frozenset({T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB, T.BLOB})
-# information_schema DATA_TYPE -> the binlog type codes (ColumnDef.real_type) it may be logged as
-_CODES: dict[str, frozenset] = {
-    "tinyint": frozenset({T.TINY}), "smallint": frozenset({T.SHORT}),
-    "mediumint": frozenset({T.INT24}), "int": frozenset({T.LONG}),
-    "integer": frozenset({T.LONG}), "bigint": frozenset({T.LONGLONG}),
-    "float": frozenset({T.FLOAT}), "double": frozenset({T.DOUBLE}),
-    "real": frozenset({T.DOUBLE}), "double precision": frozenset({T.DOUBLE}),
-    "decimal": frozenset({T.NEWDECIMAL, T.DECIMAL}), "numeric": frozenset({T.NEWDECIMAL, T.DECIMAL}),
-    "date": frozenset({T.DATE, T.NEWDATE}), "time": frozenset({T.TIME, T.TIME2}),
-    "datetime": frozenset({T.DATETIME, T.DATETIME2}),
-    "timestamp": frozenset({T.TIMESTAMP, T.TIMESTAMP2}), "year": frozenset({T.YEAR}),
-    "bit": frozenset({T.BIT}), "char": frozenset({T.STRING}), "binary": frozenset({T.STRING}),
-    "varchar": frozenset({T.VARCHAR, T.VAR_STRING}),
-    "varbinary": frozenset({T.VARCHAR, T.VAR_STRING}),
-    "enum": frozenset({T.ENUM}), "set": frozenset({T.SET}),
-    "json": frozenset({T.JSON}) | _BLOBS,   # MariaDB's JSON is LONGTEXT
-    "vector": frozenset({T.VECTOR}),
-    "uuid": frozenset({T.STRING}), "inet6": frozenset({T.STRING}), "inet4": frozenset({T.STRING}),
-}
-for _name in _BLOB_LENGTH_BYTES:
-    _CODES[_name] = _BLOBS
-for _name in _GEOMETRIES:
-    _CODES[_name] = frozenset({T.GEOMETRY})
 _OLD_TEMPORAL = frozenset({T.TIME, T.DATETIME, T.TIMESTAMP})
 
-
-class ServerColumn(NamedTuple):
-    """One column as ``information_schema.COLUMNS`` describes it."""
-
-    name: str
-    data_type: str              # DATA_TYPE, lower case
-    column_type: str            # COLUMN_TYPE, e.g. "int(10) unsigned", "enum('a','b')"
-    precision: int | None       # DATETIME_PRECISION
-    collation: int | None       # the collation id; 63 for binary; None: not a text column
-    primary_key: bool
-    numeric_precision: int | None = None
-    numeric_scale: int | None = None
-    octets: int | None = None   # CHARACTER_OCTET_LENGTH
-    nullable: bool = True
-    member_names: tuple | None = None   # ENUM/SET members read from rows (see recover_members)
-
-    @property
-    def unsigned(self) -> bool:
-        return "unsigned" in self.column_type.lower()
-
-    @property
-    def members(self) -> list[str]:
-        """ENUM/SET members, in definition order."""
-        if self.member_names is not None:
-            return list(self.member_names)
-        return [v.replace("''", "'") for v in _QUOTED.findall(self.column_type)]
-
-    def column_def(self, index: int) -> ColumnDef | None:
-        """This column as the :class:`~cdc.values.types.ColumnDef` a TABLE_MAP with full metadata
-        would describe (None: a type binlog-cdc has no column description for)."""
-        dt = self.data_type
-        collation = self.collation if self.collation is not None else BINARY_COLLATION
-        meta = None
-        if dt in _INT_CODES:
-            code = _INT_CODES[dt]
-        elif dt == "float":
-            code, meta = T.FLOAT, 4
-        elif dt in ("double", "real", "double precision"):
-            code, meta = T.DOUBLE, 8
-        elif dt in ("decimal", "numeric"):
-            code, meta = T.NEWDECIMAL, (int(self.numeric_precision), int(self.numeric_scale or 0))
-        elif dt == "date":
-            code = T.DATE
-        elif dt in _TEMPORAL2:
-            code, meta = _TEMPORAL2[dt], int(self.precision or 0)
-        elif dt == "year":
-            code = T.YEAR
-        elif dt == "bit":
-            n = int(self.numeric_precision or 1)
-            code, meta = T.BIT, (n % 8, n // 8)
-        elif dt in ("char", "binary"):
-            code, meta = T.STRING, (T.STRING, int(self.octets or 0) & 0xFF)
-        elif dt in ("varchar", "varbinary"):
-            code, meta = T.VARCHAR, int(self.octets or 0)
-        elif dt in _BLOB_LENGTH_BYTES:
-            code, meta = T.BLOB, _BLOB_LENGTH_BYTES[dt]
-        elif dt in ("enum", "set"):
-            code = T.ENUM if dt == "enum" else T.SET
-            meta = (code, 1)
-        elif dt == "json":
-            code, meta = T.JSON, 4
-        elif dt in _GEOMETRIES:
-            code, meta = T.GEOMETRY, 4
-        elif dt == "vector":
-            code, meta = T.VECTOR, 4
-        elif dt in ("uuid", "inet6", "inet4"):
-            code, collation = T.STRING, BINARY_COLLATION
-            meta = (T.STRING, 4 if dt == "inet4" else 16)
-        else:
-            return None
-        col = ColumnDef(index, code, meta, self.nullable)
-        col.name = self.name
-        col.unsigned = self.unsigned
-        if type_info(col.real_type).character or code in (T.ENUM, T.SET):
-            col.collation = collation
-        if code == T.ENUM:
-            col.enum_values = self.members
-        elif code == T.SET:
-            col.set_values = self.members
-        col.primary_key = self.primary_key
-        return col
+def server_column(row) -> ServerColumn:
+    """A :data:`COLUMNS_SQL` row as a :class:`ServerColumn`."""
+    name, dt, ctype, dt_prec, charset, key, coll_id, *more = row
+    num_prec, num_scale, octets, nullable = (list(more) + [None] * 4)[:4]
+    if charset is None:
+        collation = None
+    elif str(charset).lower() == "binary":
+        collation = BINARY_COLLATION
+    elif coll_id is not None:
+        collation = int(coll_id)
+    else:
+        try:
+            collation = collation_for_charset(str(charset))
+        except ConfigurationError:
+            collation = None
+    if isinstance(ctype, bytes):
+        ctype = ctype.decode("utf-8", "replace")
+    return ServerColumn(str(name), str(dt).lower(), str(ctype),
+                        None if dt_prec is None else int(dt_prec), collation,
+                        str(key or "").upper() == "PRI",
+                        None if num_prec is None else int(num_prec),
+                        None if num_scale is None else int(num_scale),
+                        None if octets is None else int(octets),
+                        str(nullable or "YES").upper() == "YES")
 
 
 def read_columns(query: Callable, schema: str, table: str) -> list[ServerColumn]:
     """The columns of ``schema.table`` from information_schema (``[]``: not visible), ENUM/SET
     members the server's metadata garbled recovered from the table's rows
     (:func:`recover_members`)."""
-    out = []
-    for (name, dt, ctype, dt_prec, charset, key, coll_id, *more) in query(COLUMNS_SQL,
-                                                                          (schema, table)):
-        num_prec, num_scale, octets, nullable = (list(more) + [None] * 4)[:4]
-        if charset is None:
-            collation = None
-        elif str(charset).lower() == "binary":
-            collation = BINARY_COLLATION
-        elif coll_id is not None:
-            collation = int(coll_id)
-        else:
-            try:
-                collation = collation_for_charset(str(charset))
-            except ConfigurationError:
-                collation = None
-        if isinstance(ctype, bytes):
-            ctype = ctype.decode("utf-8", "replace")
-        out.append(ServerColumn(str(name), str(dt).lower(), str(ctype),
-                                None if dt_prec is None else int(dt_prec), collation,
-                                str(key or "").upper() == "PRI",
-                                None if num_prec is None else int(num_prec),
-                                None if num_scale is None else int(num_scale),
-                                None if octets is None else int(octets),
-                                str(nullable or "YES").upper() == "YES"))
+    out = [server_column(row) for row in query(COLUMNS_SQL, (schema, table))]
     return recover_members(query, schema, table, out)
 
 
@@ -332,7 +228,7 @@ def _shape(columns) -> str:
 def check_shape(tmap, server: list[ServerColumn], where: str = "") -> None:
     """SchemaError unless *server*'s columns match the table map's count and type codes."""
     ok = len(server) == len(tmap.columns) and all(
-        c.real_type in _CODES.get(s.data_type, frozenset({c.real_type}))
+        c.real_type in CODES.get(s.data_type, frozenset({c.real_type}))
         for c, s in zip(tmap.columns, server))
     if ok:
         return
@@ -372,31 +268,65 @@ def complete_table_map(tmap, server: list[ServerColumn]) -> None:
 
 
 class TableMetadata:
-    """Completes table maps from information_schema for one stream.
+    """Completes table maps for one stream: from a schema history when one is given (the
+    table's shape at the table map's position), else from information_schema as it is now.
 
     :param query: ``query(sql, args) -> rows`` on an ordinary SQL connection (opened lazily by
         the caller; not the replication connection).
     :param default_charset: for tables information_schema does not show.
+    :param history: a :class:`~cdc.schema.history.SchemaHistory` (fed with the stream's QUERY
+        events through :meth:`on_query`), or None.
+
+    With a history, a table map lacking metadata takes it from the history's version of the
+    table at its position; a table map that disagrees with that version (column count, type
+    codes, byte lengths, precisions) is a :class:`~cdc.errors.SchemaError` naming the table, the
+    position and both shapes.  A table map with full metadata (column names) is the truth: the
+    history only cross-checks it, with a warning when they disagree.  Tables the history does
+    not follow (outside the table filter: their rows are dropped anyway -- not read; never seen)
+    fall back to information_schema as it is now.
     """
 
-    def __init__(self, query: Callable, *, default_charset: str = DEFAULT_CHARSET):
+    def __init__(self, query: Callable, *, default_charset: str = DEFAULT_CHARSET,
+                 history=None, seed: Callable | None = None):
         self.query = query
         self.default_collation = collation_for_charset(default_charset)
-        self._done: dict[int, object] = {}                      # id(tmap) -> tmap
+        self.history = history
+        self.seed = seed        # seed(history): on the first need (a DDL, a table map lacking)
+        self._done: dict[int, tuple] = {}     # id(tmap) -> (tmap, generation, full metadata)
         self._tables: dict[tuple, tuple[tuple, list]] = {}      # (db, table) -> (shape, columns)
-        self._warned: set[tuple] = set()
+        self._warned: set = set()
         self.reads = 0                                          # information_schema queries
+        self.disagreements = 0     # full table maps the history disagreed with (warnings)
+
+    def on_query(self, ev) -> list[str]:
+        """Feed a QUERY event to the history (DDL changes it); the tables it changed."""
+        h = self.history
+        if h is None or ddl_head(ev.query) is None:
+            return []
+        if not h.seeded and self.seed is not None:
+            self.seed(h)
+        return h.apply_event(ev)
 
     def complete(self, tmap, *, file: str | None = None, position: int | None = None) -> None:
-        """Fill in what *tmap* lacks (once per table-map object; cheap when nothing is)."""
+        """Fill in what *tmap* lacks (once per table-map object and history generation; cheap
+        when nothing is)."""
         done = self._done
-        if done.get(id(tmap)) is tmap:
+        h = self.history
+        generation = h.generation if h is not None else 0
+        hit = done.get(id(tmap))
+        again = hit is not None and hit[0] is tmap
+        if again and hit[1] == generation:
             return
         if len(done) > 4096:
             done.clear()
-        if needs_metadata(tmap):
-            self._complete(tmap, file, position)
-        done[id(tmap)] = tmap
+        # full metadata: the binlog named the columns (before anything here named them)
+        full = hit[2] if again else all(c.name is not None for c in tmap.columns)
+        if h is None:
+            if needs_metadata(tmap):
+                self._complete(tmap, file, position)
+        else:
+            self._from_history(h, tmap, file, position, again=again, full=full)
+        done[id(tmap)] = (tmap, generation, full)
 
     def _complete(self, tmap, file, position) -> None:
         key = (tmap.schema, tmap.table)
@@ -423,3 +353,87 @@ class TableMetadata:
             where = f" (at file {file}, position {position})"
         check_shape(tmap, server, where)
         complete_table_map(tmap, server)
+
+    def _from_history(self, h, tmap, file, position, *, again: bool, full: bool) -> None:
+        needs = needs_metadata(tmap)
+        if not h.seeded and self.seed is not None:
+            if not needs or not h.captured(tmap.schema, tmap.table):
+                return      # nothing to complete (a FULL table map is cross-checked once seeded)
+            self.seed(h)
+        state, known = h.lookup(tmap.schema, tmap.table, file, position)
+        if not known:
+            if h.captured(tmap.schema, tmap.table) and needs:
+                self._complete(tmap, file, position)
+            return
+        where = f"at file {file}, position {position}"
+        if isinstance(state, TableSchema):
+            columns = list(state.columns)
+            if full:
+                problems = shape_problems(tmap, columns, names=True)
+                mark = (tmap.schema, tmap.table, id(state))
+                if problems and mark not in self._warned:
+                    self._warned.add(mark)
+                    self.disagreements += 1
+                    log.warning("the TABLE_MAP of %s %s disagrees with the schema history (%s): "
+                                "binlog %s, history %s: %s. The table map (full metadata) is "
+                                "used; the history may be wrong about this table",
+                                tmap.qualified_name, where, state.origin,
+                                describe_table_map(tmap), describe_columns(columns),
+                                "; ".join(problems))
+                if needs:   # FULL, but pre-5.6 temporals without their precision
+                    self._complete(tmap, file, position) if problems else \
+                        complete_table_map(tmap, columns)
+                return
+            problems = shape_problems(tmap, columns)
+            if problems:
+                why = ("a statement it could not follow, or a stream started before a change to "
+                       "the table")
+                if state.origin == "information_schema" and h.before_seed(file, position):
+                    seed = h.seed_point
+                    why = (f"it read the table from information_schema at file {seed[0]}, "
+                           f"position {seed[1]}, and the table changed between this position "
+                           f"and that one")
+                raise SchemaError(
+                    f"the TABLE_MAP of {tmap.qualified_name} {where} does not match the schema "
+                    f"history: the binlog has {describe_table_map(tmap)}, the history "
+                    f"({state.origin}) has {describe_columns(columns)} -- {'; '.join(problems)}. "
+                    f"The history has lost track of this table ({why}), so its names, character "
+                    f"sets and members cannot be trusted here. {RESEED_HINT}")
+            if again:
+                _forget_completion(tmap)
+            complete_table_map(tmap, columns)
+            return
+        if full:
+            if needs:
+                self._complete(tmap, file, position)
+            return
+        why = state.describe() if isinstance(state, Unknown) else \
+            "not there (dropped or renamed before this position)"
+        raise SchemaError(
+            f"the TABLE_MAP of {tmap.qualified_name} {where} lacks column metadata "
+            f"(binlog_row_metadata is not FULL) and the schema history cannot give it: the "
+            f"table is {why}. {RESEED_HINT}")
+
+
+#: how to get past a history that has lost track of a table (in SchemaError messages)
+RESEED_HINT = (
+    "To re-seed the history: resume the stream from a position after the table's last change "
+    "(a stream reads the history from information_schema when it starts), or call "
+    "ReplicaClient.reseed_schema() and iterate again when the stream is at the binlog's end; "
+    "set binlog_row_metadata=FULL on the server (the binlog then carries all of it); or "
+    "ReplicaConfig(schema_history=False) to take today's information_schema (checked by column "
+    "types only)")
+
+
+def _forget_completion(tmap) -> None:
+    """Undo what completing *tmap* filled in (the same table-map object under a newer version of
+    its table): names, members, key, and without optional metadata charsets and signedness."""
+    bare = not tmap.has_optional_metadata
+    for c in tmap.columns:
+        c.name = None
+        c.enum_values = c.set_values = None
+        c.primary_key = False
+        if bare:
+            c.collation = None
+            c.unsigned = False
+    tmap.primary_key = []
