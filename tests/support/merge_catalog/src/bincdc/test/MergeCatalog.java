@@ -167,7 +167,7 @@ public class MergeCatalog implements TableCatalog, SupportsNamespaces {
 
     @Override
     public boolean namespaceExists(String[] namespace) {
-        return namespace.length == 0 || nsDir(namespace).isDirectory();
+        return true;     // any namespace: its directory is made with its first table
     }
 
     @Override
