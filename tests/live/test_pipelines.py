@@ -4,8 +4,10 @@ tests/support/merge_catalog (compiled here with javac; skipped with the reason w
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from decimal import Decimal
@@ -18,7 +20,7 @@ pytest.importorskip("pyspark")
 
 from tests.support.merge_catalog.build import CATALOG_CLASS, Unavailable, build_jar, dump_table  # noqa: E402,E501
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "conf" / "pipeline.example"
@@ -43,6 +45,7 @@ class Pipeline:
         spec_path = self.dir / "spark-pipeline.yml"
         spec = yaml.safe_load(spec_path.read_text())
         self.catalog = tmp / "catalog"
+        self.runs = itertools.count(1)
         spec.update(storage=(tmp / "storage").as_uri(), catalog="mc", database=db)
         spec["configuration"] = {"spark.sql.catalog.mc": CATALOG_CLASS,
                                  "spark.sql.catalog.mc.path": str(self.catalog)}
@@ -57,14 +60,43 @@ class Pipeline:
             BINLOG_CDC_SCD_TYPE=str(scd), BINLOG_CDC_START="snapshot",
             BINLOG_CDC_SERVER_ID=str(70000 + os.getpid() % 10000 * 16))
 
+    def cmd(self) -> list[str]:
+        return ["spark-pipelines", "--jars", str(self.jar), "--conf", "spark.ui.enabled=false",
+                "run", "--spec", str(self.spec)]
+
     def run(self) -> str:
-        cmd = ["spark-pipelines", "--jars", str(self.jar), "--conf", "spark.ui.enabled=false",
-               "run", "--spec", str(self.spec)]
-        r = subprocess.run(cmd, env=self.env, cwd=self.dir, capture_output=True, text=True,
+        r = subprocess.run(self.cmd(), env=self.env, cwd=self.dir, capture_output=True, text=True,
                            timeout=600)
         out = r.stdout + r.stderr
-        assert r.returncode == 0, f"spark-pipelines failed ({r.returncode}):\n{out[-6000:]}"
+        log = self.dir.parent / f"run-{next(self.runs)}.log"
+        log.write_text(out)
+        if r.returncode != 0:
+            causes = [x for x in out.splitlines() if "Exception" in x or "Error" in x][:15]
+            pytest.fail(f"spark-pipelines failed ({r.returncode}); whole output in {log}; "
+                        f"errors:\n" + "\n".join(causes) + "\n...\n" + out[-3000:])
         return out
+
+    def run_killed(self) -> bool:
+        """Start a run and kill -9 all of it (its process group) once a flow is running; True
+        when it was killed before it ended by itself."""
+        proc = subprocess.Popen(self.cmd(), env=self.env, cwd=self.dir, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        out = []
+        killed = False
+        try:
+            for line in proc.stdout:
+                out.append(line)
+                if "RUNNING" in line.upper() and "FLOW" in line.upper():
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    killed = True
+                    break
+        finally:
+            if not killed and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=60)
+            proc.stdout.close()
+        assert killed or proc.returncode == 0, "".join(out)[-6000:]
+        return killed
 
     def rows(self, table: str) -> list[dict]:
         return dump_table(self.jar, self.catalog / self.db / f"{self.db}_{table}")
@@ -110,16 +142,31 @@ ITEMS = ["id", "name", "price"]
 PAIRS = ["a", "b", "v"]
 
 
-def test_scd1_targets_equal_the_tables_after_inserts_updates_key_changes_deletes(
-        mariadb, db, merge_jar, tmp_path):
+HISTORY_FLOWS = """
+import os
+from streaming.pipelines import auto_cdc_flows
+env = os.environ.get
+auto_cdc_flows(spark, tables=env("BINLOG_CDC_TABLES"), scd_type=2,  # noqa: F821
+               target="{db}_{table}_history", view="{db}_{table}_changes_history",
+               host=env("BINLOG_CDC_HOST"), port=env("BINLOG_CDC_PORT"),
+               user=env("BINLOG_CDC_USER"), startingPosition="snapshot",
+               serverId=str(int(env("BINLOG_CDC_SERVER_ID")) + 5000))
+"""
+
+
+@pytest.mark.slow
+def test_autocdc_scd1_and_scd2_with_a_kill_9_mid_run(mariadb, db, merge_jar, tmp_path):
+    """One pipeline: conf/pipeline.example's SCD 1 flows plus SCD 2 flows into *_history."""
     setup_tables(mariadb, db)
     p = Pipeline(tmp_path, merge_jar, mariadb, db, scd=1)
+    (p.dir / "transformations" / "history_flows.py").write_text(HISTORY_FLOWS)
     p.run()                                                  # the snapshot
     assert mirrored(p.rows("items"), ITEMS) == select_all(mariadb, db, "items", ITEMS) == [
         ("1", "apple", "1.50"), ("2", "pear", "2.25"), ("3", "plum", None), ("4", "fig", "9.99")]
     assert mirrored(p.rows("pairs"), PAIRS) == select_all(mariadb, db, "pairs", PAIRS)
     changes(mariadb, db)
-    p.run()                                                  # the binlog, from the checkpoint
+    assert p.run_killed(), "the second run was not killed mid-run"
+    p.run()                                                  # restart from the checkpoints
     got = mirrored(p.rows("items"), ITEMS)
     assert got == select_all(mariadb, db, "items", ITEMS)
     assert got == [("1", "apple", "1.75"), ("105", "kiwi2", "0.40"), ("106", "lime", "0.30"),
@@ -128,15 +175,15 @@ def test_scd1_targets_equal_the_tables_after_inserts_updates_key_changes_deletes
         [("1", "y", "11"), ("1", "z", "10"), ("3", "q", "30")]
     # the _cdc_ metadata columns stay out of the target (AutoCDC adds its own)
     assert set(p.rows("items")[0]) == set(ITEMS) | {"__spark_autocdc_metadata"}
+    check_history(mariadb, db, p.rows("items_history"))
+    hp = p.rows("pairs_history")
+    assert sorted(tuple(r[c] for c in PAIRS) for r in hp if r["__END_AT"] is None) == \
+        select_all(mariadb, db, "pairs", PAIRS)
+    assert sorted((r["a"], r["b"], r["__END_AT"] is None) for r in hp) == [
+        ("1", "x", False), ("1", "y", True), ("1", "z", True), ("2", "x", False), ("3", "q", True)]
 
 
-def test_scd2_history_rows(mariadb, db, merge_jar, tmp_path):
-    setup_tables(mariadb, db)
-    p = Pipeline(tmp_path, merge_jar, mariadb, db, scd=2)
-    p.run()
-    changes(mariadb, db)
-    p.run()
-    rows = p.rows("items")
+def check_history(mariadb, db, rows):
     start, end = "__START_AT", "__END_AT"
     assert {start, end} <= set(rows[0])
     current = sorted(tuple(r[c] for c in ITEMS) for r in rows if r[end] is None)
@@ -160,3 +207,55 @@ def test_scd2_history_rows(mariadb, db, merge_jar, tmp_path):
     assert [h[2] for h in history("5")] == ["kiwi", "kiwi2"]
     assert all(h[1] is not None for h in history("5"))
     assert [h[2] for h in history("105")] == ["kiwi2"]
+
+
+# --- the flat layout in a plain Spark stream, applied by a MERGE-free reference --------------
+
+
+def apply_changes(rows, key_columns) -> dict:
+    """The table a keyed upsert/delete of *rows* (flat layout) in ``_cdc_seq`` order leaves."""
+    table = {}
+    for r in sorted(rows, key=lambda r: r["_cdc_seq"]):
+        k = tuple(r[c] for c in key_columns)
+        if r["_cdc_op"] == "d":
+            table.pop(k, None)
+        else:
+            table[k] = r
+    return table
+
+
+def test_flat_stream_last_change_per_key_equals_select(spark, mariadb, db, tmp_path):
+    from tests.support.spark_support import source_options
+    setup_tables(mariadb, db)
+    start = mariadb.current_position()
+    mariadb.execute(f"INSERT INTO `{db}`.items VALUES (7, 'seven', 7.00)")
+    changes(mariadb, db)
+    mariadb.execute(f"UPDATE `{db}`.items SET id = 8, name = 'eight' WHERE id = 7")
+    for table, cols, keys in (("items", ITEMS, ["id"]), ("pairs", PAIRS, ["a", "b"])):
+        opts = source_options(mariadb, db, start, table=f"{db}.{table}", layout="flat")
+        del opts["includeTables"]
+        df = spark.readStream.format("binlog-cdc").options(**opts).load()
+        assert df.columns == cols + ["_cdc_op", "_cdc_seq", "_cdc_ts_ms", "_cdc_db",
+                                     "_cdc_table", "_cdc_source"]
+        name = f"flat_{table}_{db}"
+        q = (df.writeStream.format("memory").queryName(name)
+             .option("checkpointLocation", str(tmp_path / f"ckpt-{table}"))
+             .trigger(availableNow=True).start())
+        assert q.awaitTermination(240) and q.exception() is None
+        rows = [r.asDict() for r in spark.sql(f"SELECT * FROM {name}").collect()]
+        assert {r["_cdc_db"] for r in rows} == {db} and {r["_cdc_table"] for r in rows} == {table}
+        # the initial rows came before start: the reference starts from them (as a snapshot)
+        base = [dict(zip(cols, r), _cdc_op="r", _cdc_seq="") for r in
+                {"items": [(1, "apple", Decimal("1.50")), (2, "pear", Decimal("2.25")),
+                           (3, "plum", None), (4, "fig", Decimal("9.99"))],
+                 "pairs": [(1, "x", 10), (1, "y", 11), (2, "x", 20)]}[table]]
+        got = apply_changes(base + rows, keys)
+        want = sorted(mariadb.execute(f"SELECT {', '.join(cols)} FROM `{db}`.`{table}`"))
+        assert sorted(tuple(r[c] for c in cols) for r in got.values()) == want
+        if table == "items":
+            # the key change 7 -> 8: a delete of 7 (seq:0) then an upsert of 8 (seq:1)
+            last = sorted((r for r in rows if r["id"] in (7, 8)), key=lambda r: r["_cdc_seq"])
+            assert [(r["_cdc_op"], r["id"], r["_cdc_seq"][-2:]) for r in last] == \
+                [("c", 7, ":0"), ("d", 7, ":0"), ("u", 8, ":1")]
+            assert last[1]["_cdc_seq"][:-2] == last[2]["_cdc_seq"][:-2]
+            assert last[1]["name"] == "seven" and last[2]["name"] == "eight"
