@@ -152,3 +152,15 @@ def test_option_layout():
         SourceOptions.parse({**base, "layout": "flat"})
     with pytest.raises(ConfigurationError, match="envelope or flat"):
         SourceOptions.parse({**base, "table": "db.t", "layout": "wide"})
+
+
+def test_auto_cdc_flows_argument_errors_before_any_connection():
+    from streaming.pipelines import auto_cdc_flows
+    with pytest.raises(ConfigurationError, match="scd_type must be 1 or 2"):
+        auto_cdc_flows(None, "shop.*", scd_type=3, host="127.0.0.1", user="u")
+    with pytest.raises(ConfigurationError, match="option table is set per table"):
+        auto_cdc_flows(None, "shop.*", host="127.0.0.1", user="u", table="shop.t")
+    with pytest.raises(ConfigurationError, match="option layout is set per table"):
+        auto_cdc_flows(None, "shop.*", host="127.0.0.1", user="u", layout="flat")
+    with pytest.raises(ConfigurationError, match="needs option host"):
+        auto_cdc_flows(None, "shop.*", user="u")
