@@ -259,3 +259,10 @@ def test_flat_stream_last_change_per_key_equals_select(spark, mariadb, db, tmp_p
                 [("c", 7, ":0"), ("d", 7, ":0"), ("u", 8, ":1")]
             assert last[1]["_cdc_seq"][:-2] == last[2]["_cdc_seq"][:-2]
             assert last[1]["name"] == "seven" and last[2]["name"] == "eight"
+    # a one-off batch read (snapshot) in the flat layout: the table as it is, op r
+    opts = source_options(mariadb, db, start, table=f"{db}.items", layout="flat")
+    del opts["includeTables"], opts["startingPosition"]
+    snap = [r.asDict() for r in spark.read.format("binlog-cdc").options(**opts).load().collect()]
+    assert {r["_cdc_op"] for r in snap} == {"r"}
+    assert sorted(tuple(r[c] for c in ITEMS) for r in snap) == \
+        sorted(mariadb.execute(f"SELECT id, name, price FROM `{db}`.items"))
