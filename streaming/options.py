@@ -51,6 +51,8 @@ OPTIONS: dict[str, str] = {
     "includeTables": "comma-separated db.table globs to keep",
     "excludeTables": "comma-separated db.table globs to drop",
     "table": "db.table: typed mode, before/after as structs of the table's Spark types",
+    "layout": "envelope (default) | flat: the table's columns at the top level and _cdc_* "
+              "change metadata (needs table; see streaming.layout)",
     "maxEventsPerTrigger": "at most this many row changes per micro-batch (whole transactions)",
     "maxBytesPerTrigger": "at most this many binlog bytes per micro-batch (whole transactions)",
     "minPartitions": "split each micro-batch into at least this many tasks (default 1)",
@@ -121,6 +123,7 @@ class SourceOptions:
     include_tables: tuple = ()
     exclude_tables: tuple = ()
     table: str | None = None
+    layout: str = "envelope"
     max_events: int | None = None
     max_bytes: int | None = None
     min_partitions: int = 1
@@ -190,6 +193,14 @@ class SourceOptions:
                 raise ConfigurationError("options table and includeTables exclude each other: "
                                          "table already selects the one table to read")
             kw["table"] = t
+        if get("layout"):
+            kw["layout"] = get("layout").strip().lower()
+            if kw["layout"] not in ("envelope", "flat"):
+                raise ConfigurationError(f"option layout must be envelope or flat, not "
+                                         f"{get('layout')!r}")
+            if kw["layout"] == "flat" and not kw.get("table"):
+                raise ConfigurationError("option layout=flat needs option table=db.t (the flat "
+                                         "layout has that table's columns)")
         if get("maxEventsPerTrigger"):
             kw["max_events"] = _int("maxEventsPerTrigger", get("maxEventsPerTrigger"), 1)
         if get("maxBytesPerTrigger"):

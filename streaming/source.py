@@ -66,6 +66,7 @@ from streaming.options import SourceOptions
 from streaming.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anchor, choose,
                                 delivered_before, lag_report, mysql_skip_set, need_scan,
                                 plan_chunks)
+from streaming.layout import FlatBatchReader, flat_schema, flatten_batches
 from streaming.schema import JSON_SCHEMA, typed_schema
 from streaming.storage import list_files, storage_for
 from streaming import snapshot
@@ -124,10 +125,17 @@ class BinlogCdcDataSource(DataSource):
     def schema(self):
         opts = self.opts
         if opts.table:
-            return typed_schema(self._typed_columns(streaming=not opts.paths))
+            columns = self._typed_columns(streaming=not opts.paths)
+            return flat_schema(columns) if opts.layout == "flat" else typed_schema(columns)
         return JSON_SCHEMA
 
     def reader(self, schema: StructType) -> "FileBatchReader":
+        if self.opts.layout == "flat":     # the readers build the typed envelope, then flatten
+            columns = self._typed_columns(streaming=not self.opts.paths)
+            return FlatBatchReader(self._reader(typed_schema(columns)), columns)
+        return self._reader(schema)
+
+    def _reader(self, schema: StructType) -> "FileBatchReader":
         opts = self.opts
         if not opts.paths and opts.host and opts.ending is not None:
             # startingPosition .. endingPosition of a live server, read like the stream
@@ -146,7 +154,10 @@ class BinlogCdcDataSource(DataSource):
     def streamReader(self, schema: StructType) -> "BinlogStreamReader":
         opts = self.opts
         opts.check_connection()
-        return BinlogStreamReader(opts, schema, self._typed_columns(streaming=True))
+        columns = self._typed_columns(streaming=True)
+        if opts.layout == "flat":     # read() builds the typed envelope, then flattens
+            schema = typed_schema(columns)
+        return BinlogStreamReader(opts, schema, columns)
 
 
 # ===================================================================================================
@@ -468,6 +479,11 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # --- executors -------------------------------------------------------------------------
 
     def read(self, partition: "BinlogChunk") -> Iterator:
+        if self.opts.layout == "flat":
+            return flatten_batches(self._read(partition), self.columns)
+        return self._read(partition)
+
+    def _read(self, partition: "BinlogChunk") -> Iterator:
         if isinstance(partition, snapshot.SnapshotChunk):
             return snapshot.read_chunk(self.opts, self.schema, self.columns, partition)
         builder = BatchBuilder(self.schema, self.columns)
