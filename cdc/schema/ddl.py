@@ -290,7 +290,7 @@ def _alter_action(p: DdlParser, actions: list, table: TableName) -> None:
     start = p.i
     _alter_option(p, actions)
     if p.i == start:
-        raise Unreadable(f"unknown ALTER TABLE action {p.peek().text!r}")
+        raise Unreadable(f"unknown ALTER TABLE action {p._where()}")
 
 
 _ACTION_WORDS = frozenset({"ADD", "DROP", "MODIFY", "CHANGE", "RENAME", "ALTER", "CONVERT",
@@ -336,7 +336,7 @@ def _alter_table(p: DdlParser) -> AlterTable:
         if not p.accept_p(","):
             if p.up() in ("PARTITION", "SUBPARTITION") or p.at_end():
                 break
-            raise Unreadable(f"unexpected {p.peek().text!r} after an ALTER TABLE action")
+            raise Unreadable(f"unexpected {p._where()} after an ALTER TABLE action")
     return stmt
 
 
@@ -359,7 +359,7 @@ def _database_options(p: DdlParser, stmt) -> None:
             p.accept("ONLY")
             p.skip_value()
         else:
-            raise Unreadable(f"unexpected {p.peek().text!r} among the database options")
+            raise Unreadable(f"unexpected {p._where()} among the database options")
 
 
 def _statement(p: DdlParser, head: str):
@@ -514,7 +514,8 @@ def parse_ddl(sql: str, *, ansi_quotes: bool = False, real_as_float: bool = Fals
     p = DdlParser(toks, real_as_float=real_as_float, mariadb=mariadb)
     try:
         return _statement(p, head)
-    except (Unreadable, ValueError, IndexError) as e:
+    except Exception as e:      # Unreadable; anything else is a grammar gap, reported alike
+        reason = str(e) if isinstance(e, Unreadable) else f"{type(e).__name__}: {e}"
         if not _is_table_ddl(toks, head):
             return None
-        return Unparsed(str(e), _named_tables(toks, head))
+        return Unparsed(reason, _named_tables(toks, head))

@@ -265,7 +265,7 @@ class DdlParser(TokenParser):
                     self.accept("NOT", "ENFORCED"):
                 pass
             else:
-                raise Unreadable(f"unexpected {self.peek().text!r} in the definition of column "
+                raise Unreadable(f"unexpected {self._where()} in the definition of column "
                                   f"{spec.name!r}")
         return spec
 
@@ -349,4 +349,4 @@ class DdlParser(TokenParser):
                     self.accept("DIRECTORY")
                 self.skip_value()
                 continue
-            raise Unreadable(f"unexpected {self.peek().text!r} among the table options")
+            raise Unreadable(f"unexpected {self._where()} among the table options")

@@ -487,7 +487,7 @@ def test_the_parser_never_raises_on_any_statement():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=600, deadline=None)
     @given(st.sampled_from(["ALTER TABLE", "CREATE TABLE", "DROP TABLE", "RENAME TABLE",
                             "TRUNCATE", "CREATE INDEX", "CREATE", "ALTER"]),
            st.lists(st.sampled_from(_WORDS), max_size=25))
