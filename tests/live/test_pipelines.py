@@ -64,12 +64,17 @@ class Pipeline:
         return ["spark-pipelines", "--jars", str(self.jar), "--conf", "spark.ui.enabled=false",
                 "run", "--spec", str(self.spec)]
 
-    def run(self) -> str:
+    def run(self, again_after_spark_internal_error: bool = True) -> str:
         r = subprocess.run(self.cmd(), env=self.env, cwd=self.dir, capture_output=True, text=True,
                            timeout=600)
         out = r.stdout + r.stderr
         log = self.dir.parent / f"run-{next(self.runs)}.log"
         log.write_text(out)
+        if r.returncode != 0 and again_after_spark_internal_error and "XXKST" in out:
+            # Spark's own intermittent task-serialization failure (SQLSTATE XXKST, seen once in
+            # six runs of the SCD 2 flow): a pipeline run that failed is run again and resumes
+            # from its checkpoints -- what a scheduler does; the targets are checked all the same
+            return self.run(again_after_spark_internal_error=False)
         if r.returncode != 0:
             causes = [x for x in out.splitlines() if "Exception" in x or "Error" in x][:15]
             pytest.fail(f"spark-pipelines failed ({r.returncode}); whole output in {log}; "
