@@ -394,7 +394,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True)
     (out / MARKER).write_text("made by python3 -m streaming.demo; safe to delete\n")
 
-    from streaming.apps.runtime import cdc_error, failure_summary
+    from streaming.apps.runtime import cdc_error, report_failure
     demo = Demo(args, out)
     try:
         return demo.run()
@@ -402,15 +402,9 @@ def main(argv=None) -> int:
         print("binlog-cdc demo: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # noqa: BLE001 - reported in one line, exit status 1 or 2
-        err = cdc_error(e)
-        if err is not None:
-            print(f"binlog-cdc demo: {err}", file=sys.stderr)
-            return 2
-        if args.traceback:
+        if args.traceback and cdc_error(e) is None:
             raise
-        print(f"binlog-cdc demo: failed: {failure_summary(e)} (--traceback shows the whole "
-              f"error)", file=sys.stderr)
-        return 1
+        return report_failure(e, "binlog-cdc demo")
     finally:
         demo.close()
 

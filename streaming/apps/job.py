@@ -392,7 +392,7 @@ def main(argv=None) -> int:
     ap.add_argument("--traceback", action="store_true",
                     help="on a failure that is not a binlog-cdc error, show the whole traceback")
     args = ap.parse_args(argv)
-    from streaming.apps.runtime import StopSignals, cdc_error, failure_summary
+    from streaming.apps.runtime import StopSignals, cdc_error, report_failure
     with StopSignals("binlog-cdc job") as stop:
         try:
             cfg = load_config(args.config)
@@ -403,15 +403,9 @@ def main(argv=None) -> int:
             print("binlog-cdc job: interrupted", file=sys.stderr)
             return 130
         except Exception as e:  # noqa: BLE001 - reported in one line, exit status 1 or 2
-            err = cdc_error(e)
-            if err is not None:
-                print(f"binlog-cdc job: {err}", file=sys.stderr)
-                return 2
-            if args.traceback:
+            if args.traceback and cdc_error(e) is None:
                 raise
-            print(f"binlog-cdc job: the stream failed: {failure_summary(e)} (--traceback shows "
-                  f"the whole error)", file=sys.stderr)
-            return 1
+            return report_failure(e, "binlog-cdc job", "the stream failed")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from pathlib import Path
 import cdc.errors
 from cdc.errors import CdcError
 
-__all__ = ["cdc_error", "failure_summary", "Batches", "is_real_batch", "offset_text",
+__all__ = ["cdc_error", "failure_summary", "report_failure", "Batches", "is_real_batch", "offset_text",
            "committed_offset", "StopSignals", "stop_between_batches", "quiet_query_errors"]
 
 #: how a binlog-cdc error ends a Python traceback that Spark quotes in its own message
@@ -89,6 +89,19 @@ def failure_summary(exc: BaseException) -> str:
 
 
 # --- progress ----------------------------------------------------------------------------------
+
+
+def report_failure(exc: BaseException, prog: str, what: str = "failed") -> int:
+    """One line on stderr for a failure of the job or the demo, and its exit status: 2 with the
+    binlog-cdc error's message (a user's mistake), else 1 with the Python error Spark quotes
+    (the caller re-raises instead when the user asked for the traceback)."""
+    err = cdc_error(exc)
+    if err is not None:
+        print(f"{prog}: {err}", file=sys.stderr)
+        return 2
+    print(f"{prog}: {what}: {failure_summary(exc)} (--traceback shows the whole error)",
+          file=sys.stderr)
+    return 1
 
 
 def _offset(value) -> dict | None:
