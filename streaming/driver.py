@@ -42,6 +42,7 @@ class Driver:
         self.server_end: Position | None = None
         self.available_now_end: Key | None = None
         self.status_sql: str | None = None   # the SHOW ... STATUS spelling the server knows
+        self.snapshot_tables: dict = {}      # db.table -> SnapshotTable (streaming.snapshot)
 
     @property
     def where(self) -> str:

@@ -103,7 +103,7 @@ def initial_offset(driver, opts) -> dict:
 
 
 def _table(driver, opts, name: str) -> SnapshotTable:
-    cache = driver.__dict__.setdefault("snapshot_tables", {})
+    cache = driver.snapshot_tables
     t = cache.get(name)
     if t is None:
         t = cache[name] = describe_table(driver.query, name, opts.snapshot_keys)
@@ -166,15 +166,8 @@ def partitions(driver, opts, start: dict, end: dict) -> list[SnapshotChunk]:
 
 
 def _table_map(table: SnapshotTable) -> TableMap:
-    columns = [c.column_def(i) for i, c in enumerate(table.columns)]
-    if any(c is None for c in columns):
-        bad = [s for s, c in zip(table.columns, columns) if c is None]
-        raise ConfigurationError(f"{table.name}: column {bad[0].name} has type "
-                                 f"{bad[0].column_type}, which binlog-cdc cannot read; exclude "
-                                 f"the table with excludeTables")
-    pk = [i for i, s in enumerate(table.columns) if s.primary_key]
-    for i in pk:
-        columns[i].primary_key = True
+    columns = table.column_defs()             # primary-key columns marked
+    pk = [i for i, c in enumerate(columns) if c.primary_key]
     return TableMap(0, 0, table.schema, table.table, columns, pk, True)
 
 

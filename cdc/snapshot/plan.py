@@ -64,6 +64,17 @@ class SnapshotTable(NamedTuple):
     def sql_name(self) -> str:
         return quote_name(self.schema) + "." + quote_name(self.table)
 
+    def column_defs(self) -> list:
+        """The columns as :class:`~cdc.values.types.ColumnDef` (what a FULL table map gives);
+        a column of a type binlog-cdc cannot read is a ConfigurationError."""
+        defs = [c.column_def(i) for i, c in enumerate(self.columns)]
+        for s, c in zip(self.columns, defs):
+            if c is None:
+                raise ConfigurationError(f"{self.name}: column {s.name} has type "
+                                         f"{s.column_type}, which binlog-cdc cannot read; "
+                                         f"exclude the table with excludeTables")
+        return defs
+
     @property
     def key_indexes(self) -> list[int]:
         names = [c.name for c in self.columns]

@@ -92,7 +92,7 @@ class SnapshotChunkReader:
     def batches(self, rows_per_batch: int = 8192) -> Iterator[list[tuple]]:
         import pymysql
         t = self.table
-        columns = [c.column_def(i) for i, c in enumerate(t.columns)]
+        columns = t.column_defs()
         convert = row_converter(columns)
         where, args = range_condition(t.key, self.after, self.upto)
         order = (" ORDER BY " + ", ".join(quote_name(k) for k in t.key)) if t.key else ""
