@@ -119,10 +119,15 @@ def _invalid_utf8_binlog(tmp_path):
     tm = table_map_body(7, "db", "t", bytes((T.VARCHAR,)), struct.pack("<H", 40), b"\x01",
                         optional)
     rows = b"".join(b"\x00" + lenenc(len(v)) + v for v in (b"\xc3", b"A\xc3\xa9", b"\xff\xfe"))
+    return _one_insert_binlog(tmp_path, tm, 1, rows)
+
+
+def _one_insert_binlog(tmp_path, table_map: bytes, ncols: int, rows: bytes):
+    """A binlog file of one transaction: *table_map* (table id 7) and one WRITE_ROWS of *rows*."""
     data = binlog_file([event(15, FDE_8020[19:-4]),
                         event(EventType.QUERY, query_body("BEGIN", "db")),
-                        event(EventType.TABLE_MAP, tm),
-                        event(EventType.WRITE_ROWS, rows_v2_body(7, 1, rows)),
+                        event(EventType.TABLE_MAP, table_map),
+                        event(EventType.WRITE_ROWS, rows_v2_body(7, ncols, rows)),
                         event(EventType.XID, xid_body(9))])
     path = tmp_path / "bin.000001"
     path.write_bytes(data)
@@ -227,14 +232,8 @@ def test_text_output_prints_the_stored_bytes_not_re_encoded_text(tmp_path, decod
     meta = bytes((T.STRING, 20, T.STRING, 20, T.STRING, 4))
     tm = table_map_body(7, "db", "t", types, meta, b"\x07", optional)
     rows = b"\x00" + b"".join(lenenc(len(v)) + v for v in (b"\x81\x20x", b"A\x00", b"ab"))
-    data = binlog_file([event(15, FDE_8020[19:-4]),
-                        event(EventType.QUERY, query_body("BEGIN", "db")),
-                        event(EventType.TABLE_MAP, tm),
-                        event(EventType.WRITE_ROWS, rows_v2_body(7, 3, rows)),
-                        event(EventType.XID, xid_body(9))])
-    path = tmp_path / "bin.000001"
-    path.write_bytes(data)
-    (ev,) = [e for e in iter_events(data, row_decoder=decoder)
+    path = _one_insert_binlog(tmp_path, tm, 3, rows)
+    (ev,) = [e for e in iter_events(path.read_bytes(), row_decoder=decoder)
              if e.header[1] == EventType.WRITE_ROWS]
     assert ev.decode_rows() == [("? x", "A", b"ab\0\0")]     # the values: decoded, BINARY padded
     res = subprocess.run([sys.executable, "-m", "cdc", "decode", str(path)], capture_output=True,
