@@ -30,7 +30,7 @@ from cdc.errors import ConfigurationError, SchemaError  # noqa: E402
 from cdc.values.render import time_text  # noqa: E402
 from streaming.delta import DeltaUpserter  # noqa: E402
 
-from support.processes import kill_group, start_job  # noqa: E402
+from support.processes import DELTA_JOB, kill_group, start_job  # noqa: E402
 from support.spark_support import source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark]
@@ -248,44 +248,12 @@ def test_replayed_batch_changes_nothing(spark, mariadb, db, tmp_path):
     assert up.upsert_arrow(changes, recorded) == {f"{db}.orders": 0}
 
 
-JOB = textwrap.dedent("""
-    import json, os, sys, time
-    from streaming.local_spark import local_spark
-    from streaming.delta import DeltaUpserter
-
-    cfg = json.loads(sys.argv[1])
-    spark = local_spark("delta-kill-test")
-    up = DeltaUpserter(cfg["root"], app_id=cfg["app_id"], **cfg["server"])
-
-    def fb(df, batch_id):
-        result = up(df, batch_id)
-        print("batch", batch_id, flush=True)
-        hang = cfg.get("hang_after")
-        if hang is not None and batch_id >= hang:
-            # committed to Delta, not yet to Spark's commit log: the test kills us here
-            open(os.path.join(cfg["marker_dir"], str(batch_id)), "w").close()
-            time.sleep(600)
-
-    reader = spark.readStream.format("binlog-cdc")
-    for k, v in cfg["options"].items():
-        reader = reader.option(k, v)
-    q = (reader.load().writeStream.foreachBatch(fb)
-         .option("checkpointLocation", cfg["checkpoint"]).trigger(availableNow=True).start())
-    q.awaitTermination()
-    if q.exception() is not None:
-        print("FAILED", q.exception(), flush=True)
-        sys.exit(3)
-    print("done", flush=True)
-    spark.stop()
-""")
-
-
 def test_killed_and_restarted_query(mariadb, db, tmp_path):
     create_tables(mariadb, db)
     start = mariadb.current_position()
     workload(mariadb, db)
     script = tmp_path / "delta_job.py"
-    script.write_text(JOB)
+    script.write_text(DELTA_JOB)
     markers = tmp_path / "markers"
     markers.mkdir()
     root = tmp_path / "delta"

@@ -25,7 +25,7 @@ from deltalake import DeltaTable  # noqa: E402
 
 from streaming.delta import DeltaUpserter  # noqa: E402
 
-from support.processes import kill_group, start_job  # noqa: E402
+from support.processes import DELTA_JOB, kill_group, start_job  # noqa: E402
 from support.spark_support import source_options  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -214,30 +214,6 @@ def test_tables_by_unique_key_and_without_key(spark, mariadb, tmp_path):
     assert first.source.file and first.source.pos > 4
 
 
-JOB = """
-import json, sys
-from streaming.local_spark import local_spark
-from streaming.delta import DeltaUpserter
-
-cfg = json.loads(sys.argv[1])
-spark = local_spark("snapshot-kill-test")
-up = DeltaUpserter(cfg["root"], app_id="snap-kill", **cfg["server"])
-
-def fb(df, batch_id):
-    up(df, batch_id)
-    print("batch", batch_id, flush=True)
-
-reader = spark.readStream.format("binlog-cdc").options(**cfg["options"])
-q = (reader.load().writeStream.foreachBatch(fb).option("checkpointLocation", cfg["checkpoint"])
-     .trigger(availableNow=True).start())
-q.awaitTermination()
-if q.exception() is not None:
-    print("FAILED", q.exception(), flush=True)
-    sys.exit(3)
-print("done", flush=True)
-"""
-
-
 @pytest.mark.slow
 def test_million_rows_killed_three_times_mid_snapshot(mariadb_factory, tmp_path):
     """1,000,000 rows (BINLOG_CDC_SNAPSHOT_ROWS) snapshotted while a writer inserts, updates
@@ -254,11 +230,12 @@ def test_million_rows_killed_three_times_mid_snapshot(mariadb_factory, tmp_path)
                           snapshotChunkRows=rows // 16, includeTables=f"{db}.orders")
     opts["startingPosition"] = "snapshot"
     root = tmp_path / "delta"
-    cfg = {"root": str(root), "checkpoint": str(tmp_path / "chk"), "options": opts,
+    cfg = {"root": str(root), "app_id": "snap-kill", "checkpoint": str(tmp_path / "chk"),
+           "options": opts,
            "server": {"host": p["host"], "port": p["port"], "user": p["user"],
                       "password": p["password"]}}
     script = tmp_path / "job.py"
-    script.write_text(JOB)
+    script.write_text(DELTA_JOB)
     log = tmp_path / "job.log"
     stop, stats, ages = threading.Event(), {"writes": 0}, []
     writer = threading.Thread(target=_writer, args=(mariadb, db, stop, stats, rows))

@@ -9,9 +9,46 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+
+#: A driver running ``readStream.format("binlog-cdc")`` -> ``foreachBatch(DeltaUpserter)`` with
+#: availableNow (config JSON: ``root``, ``app_id``, ``server``, ``options``, ``checkpoint``;
+#: optional ``hang_after``/``marker_dir``: after that batch reached Delta, mark it and hang, for
+#: a kill -9 between the Delta commit and Spark's). Prints ``batch N`` per batch, ``done``.
+DELTA_JOB = textwrap.dedent("""
+    import json, os, sys, time
+    from streaming.local_spark import local_spark
+    from streaming.delta import DeltaUpserter
+
+    cfg = json.loads(sys.argv[1])
+    spark = local_spark("delta-kill-test")
+    up = DeltaUpserter(cfg["root"], app_id=cfg["app_id"], **cfg["server"])
+
+    def fb(df, batch_id):
+        result = up(df, batch_id)
+        print("batch", batch_id, flush=True)
+        hang = cfg.get("hang_after")
+        if hang is not None and batch_id >= hang:
+            # committed to Delta, not yet to Spark's commit log: the test kills us here
+            open(os.path.join(cfg["marker_dir"], str(batch_id)), "w").close()
+            time.sleep(600)
+
+    reader = spark.readStream.format("binlog-cdc")
+    for k, v in cfg["options"].items():
+        reader = reader.option(k, v)
+    q = (reader.load().writeStream.foreachBatch(fb)
+         .option("checkpointLocation", cfg["checkpoint"]).trigger(availableNow=True).start())
+    q.awaitTermination()
+    if q.exception() is not None:
+        print("FAILED", q.exception(), flush=True)
+        sys.exit(3)
+    print("done", flush=True)
+    spark.stop()
+""")
+
 
 
 def start_job(script: Path, cfg: dict, log: Path) -> subprocess.Popen:
