@@ -24,6 +24,7 @@ used instead of today's: seeded from information_schema when the stream starts
 from __future__ import annotations
 
 import logging
+import re
 from typing import Callable
 
 from cdc.binlog.constants import ColumnType as T
@@ -39,7 +40,7 @@ from cdc.values.charsets import BINARY_COLLATION, charset_of
 from cdc.values.types import type_info
 
 __all__ = ["COLUMNS_SQL", "ServerColumn", "read_columns", "server_column", "recover_members",
-           "needs_metadata", "complete_table_map", "check_shape", "TableMetadata", "RESEED_HINT"]
+           "needs_metadata", "server_default", "complete_table_map", "check_shape", "TableMetadata", "RESEED_HINT"]
 
 log = logging.getLogger("cdc.replica")
 
@@ -48,7 +49,8 @@ COLUMNS_SQL = (
     "c.CHARACTER_SET_NAME, c.COLUMN_KEY, "
     "(SELECT MIN(co.ID) FROM information_schema.COLLATIONS co "
     " WHERE co.COLLATION_NAME = c.COLLATION_NAME), "
-    "c.NUMERIC_PRECISION, c.NUMERIC_SCALE, c.CHARACTER_OCTET_LENGTH, c.IS_NULLABLE "
+    "c.NUMERIC_PRECISION, c.NUMERIC_SCALE, c.CHARACTER_OCTET_LENGTH, c.IS_NULLABLE, "
+    "c.COLUMN_DEFAULT, c.EXTRA, VERSION() "
     "FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = %s AND c.TABLE_NAME = %s "
     "ORDER BY c.ORDINAL_POSITION")
 
@@ -57,7 +59,7 @@ _OLD_TEMPORAL = frozenset({T.TIME, T.DATETIME, T.TIMESTAMP})
 def server_column(row) -> ServerColumn:
     """A :data:`COLUMNS_SQL` row as a :class:`ServerColumn`."""
     name, dt, ctype, dt_prec, charset, key, coll_id, *more = row
-    num_prec, num_scale, octets, nullable = (list(more) + [None] * 4)[:4]
+    num_prec, num_scale, octets, nullable, default, extra, version = (list(more) + [None] * 7)[:7]
     if charset is None:
         collation = None
     elif str(charset).lower() == "binary":
@@ -77,7 +79,44 @@ def server_column(row) -> ServerColumn:
                         None if num_prec is None else int(num_prec),
                         None if num_scale is None else int(num_scale),
                         None if octets is None else int(octets),
-                        str(nullable or "YES").upper() == "YES")
+                        str(nullable or "YES").upper() == "YES", None,
+                        server_default(default, extra, version, str(dt).lower()))
+
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def server_default(text, extra=None, version=None, data_type: str = "") -> tuple | None:
+    """``information_schema.COLUMNS.COLUMN_DEFAULT`` as :attr:`ServerColumn.default`. MariaDB
+    (10.2.7+) quotes string literals and shows NULL as ``NULL``, an expression as its text
+    (``current_timestamp()``); MySQL shows literals unquoted and marks expressions
+    ``DEFAULT_GENERATED`` in EXTRA (``CURRENT_TIMESTAMP`` before 8.0.13)."""
+    if text is None:
+        return None
+    text = _text(text)
+    extra = _text(extra or "")
+    mariadb = "mariadb" in _text(version or "").lower()
+    if mariadb:
+        if text == "NULL":
+            return None
+        if len(text) >= 2 and text[0] == "'" and text[-1] == "'":
+            return ("str", text[1:-1].replace("''", "'").replace("\\\\", "\\"))
+        if _NUMBER.fullmatch(text):
+            return ("num", text)
+        if text.startswith("b'") and text.endswith("'"):
+            return ("bit", text[2:-1])
+        return ("expr", text)
+    if "DEFAULT_GENERATED" in extra.upper() or text.upper().startswith("CURRENT_TIMESTAMP"):
+        return ("expr", text)
+    if data_type == "bit" and text.startswith("b'") and text.endswith("'"):
+        return ("bit", text[2:-1])
+    if text.lower().startswith("0x") and data_type in ("binary", "varbinary", "blob", "tinyblob",
+                                                      "mediumblob", "longblob", "bit"):
+        return ("hex", text[2:])
+    if _NUMBER.fullmatch(text) and data_type not in ("char", "varchar", "tinytext", "text",
+                                                    "mediumtext", "longtext", "enum", "set"):
+        return ("num", text)
+    return ("str", text)
 
 
 def read_columns(query: Callable, schema: str, table: str) -> list[ServerColumn]:

@@ -84,6 +84,9 @@ class ServerColumn(NamedTuple):
     octets: int | None = None   # CHARACTER_OCTET_LENGTH
     nullable: bool = True
     member_names: tuple | None = None   # ENUM/SET members read from rows (see recover_members)
+    #: the DEFAULT: None (none, or NULL) or ``(kind, text)`` with kind ``str``, ``num``, ``hex``,
+    #: ``bit`` (literals) or ``expr`` (see :meth:`cdc.schema.grammar.DdlParser.default_value`)
+    default: tuple | None = None
 
     @property
     def unsigned(self) -> bool:
@@ -287,7 +290,7 @@ def server_column(spec, collation: int | None, *, primary_key: bool = False) -> 
             ctype += " zerofill"
     return ServerColumn(spec.name, t, ctype, precision, text_coll, primary_key, num_prec,
                         num_scale, octets, spec.nullable is not False and not primary_key,
-                        members)
+                        members, getattr(spec, "default", None))
 
 
 def convert_column(col: ServerColumn, collation: int) -> ServerColumn:

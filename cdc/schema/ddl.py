@@ -42,7 +42,7 @@ class Action(NamedTuple):
 
     kind: str       # add, drop, modify, change, rename_column, add_pk, drop_pk, add_unique,
     #                 drop_index, rename_index, drop_constraint, rename, convert, default_charset,
-    #                 unsure
+    #                 set_default, unsure
     args: tuple = ()
 
 
@@ -258,9 +258,17 @@ def _alter_action(p: DdlParser, actions: list, table: TableName) -> None:
         return
     if w == "ALTER":
         p.i += 1
-        p.accept("COLUMN") or p.accept("INDEX") or p.accept("KEY") or p.accept("CHECK") or \
-            p.accept("CONSTRAINT")
-        p.skip_item()
+        if p.accept("INDEX") or p.accept("KEY") or p.accept("CHECK") or p.accept("CONSTRAINT"):
+            p.skip_item()
+            return
+        p.accept("COLUMN")
+        if_exists = p.if_exists()
+        name = p.name()
+        if p.accept("SET", "DEFAULT"):
+            actions.append(Action("set_default", (name, p.default_value(), if_exists)))
+        elif p.accept("DROP", "DEFAULT"):
+            actions.append(Action("set_default", (name, None, if_exists)))
+        p.skip_item()       # SET VISIBLE/INVISIBLE, ...
         return
     if w == "CONVERT":
         p.i += 1

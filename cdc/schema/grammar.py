@@ -26,6 +26,8 @@ class ColumnSpec:
     nullable: bool | None = None    # None: not said
     primary_key: bool = False
     unique: bool = False
+    default: tuple | None = None    # DEFAULT (kind, text): see DdlParser.default_value; None:
+    #                                 no DEFAULT clause, or DEFAULT NULL
 
 
 CONSTRAINT_WORDS = frozenset({"CONSTRAINT", "PRIMARY", "UNIQUE", "INDEX", "KEY", "FULLTEXT",
@@ -191,6 +193,54 @@ class DdlParser(TokenParser):
                 return
             self.i += 1
 
+    # -- DEFAULT values
+    def default_value(self) -> tuple | None:
+        """The value after ``DEFAULT``: None for NULL, else ``(kind, text)`` -- ``("str",
+        text)`` a string literal (introducer, concatenation and N'' read), ``("num", text)`` a
+        number (sign included; TRUE/FALSE are 1/0), ``("hex", digits)``, ``("bit", digits)``,
+        or ``("expr", text)`` an expression whose per-row value is not known here
+        (``CURRENT_TIMESTAMP``, ``NOW(3)``, ``(expr)``, ``NEXT VALUE FOR s``...)."""
+        start = self.i
+        self.accept_p("=")
+        sign = ""
+        while self.is_p("-") or self.is_p("+"):
+            if self.peek().text == "-":
+                sign = "" if sign else "-"
+            self.i += 1
+        tok = self.peek()
+        if tok is not None and not sign and tok.kind == "w" and tok.text.startswith("_") and \
+                self.peek(1) is not None and self.peek(1).kind in ("s", "x", "b"):
+            self.i += 1         # _utf8mb4'x', _binary 0x41
+            tok = self.peek()
+        literal = None
+        if tok is None:
+            raise Unreadable("a DEFAULT value is missing")
+        if tok.kind in ("s", "v") and not sign:
+            self.i += 1
+            text = tok.text
+            while self.peek() is not None and self.peek().kind == "s":
+                text += self.peek().text        # 'a' 'b' is 'ab'
+                self.i += 1
+            literal = ("str", text)
+        elif tok.kind == "n":
+            self.i += 1
+            literal = ("num", sign + tok.text)
+        elif tok.kind in ("x", "b") and not sign:
+            self.i += 1
+            literal = ("hex" if tok.kind == "x" else "bit", tok.text)
+        elif tok.kind == "w" and tok.up in ("NULL", "TRUE", "FALSE") and not sign and \
+                not self.is_p("(", 1):
+            self.i += 1
+            literal = None if tok.up == "NULL" else ("num", "1" if tok.up == "TRUE" else "0")
+        if literal is not None or (tok.kind == "w" and tok.up == "NULL" and self.i > start):
+            if self.at_end() or self.is_p(",") or self.is_p(")") or \
+                    self.peek().kind == "w":    # the next attribute: the literal stands alone
+                return literal
+        # an expression: skip it, keep its text
+        self.i = start
+        self.skip_value()
+        return ("expr", " ".join(t.text for t in self.t[start:self.i]).lstrip("= "))
+
     # -- column definitions
     def column_def(self, *, alter: bool = False) -> ColumnSpec:
         spec = ColumnSpec(self.name(), "")
@@ -211,7 +261,7 @@ class DdlParser(TokenParser):
                 self.accept("KEY")
                 spec.unique = True
             elif self.accept("DEFAULT"):
-                self.skip_value()
+                spec.default = self.default_value()
             elif self.accept("SERIAL", "DEFAULT", "VALUE"):
                 spec.nullable, spec.unique = False, True
             elif w == "COLLATE":

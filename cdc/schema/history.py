@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 from cdc.errors import ConfigurationError, SchemaError
+from cdc.schema.changes import SchemaChange
 from cdc.schema.columns import collation_of_name, safe_charset_collation
 from cdc.schema.ddl import (ANSI_QUOTES, REAL_AS_FLOAT, AlterDatabase, AlterTable, CreateDatabase,
                             CreateIndex, CreateTable, DropDatabase, DropIndex, DropTables,
@@ -134,6 +135,9 @@ class SchemaHistory:
         self._seed_key = None
         self._seed_point = None
         self._applied = None         # key of the last statement applied (replays are skipped)
+        #: the :class:`~cdc.schema.changes.SchemaChange` records of the last statement applied
+        #: (one per captured table it changed, in the order it changed them)
+        self.last_changes: list[SchemaChange] = []
 
     # --- names ------------------------------------------------------------------------------
 
@@ -223,7 +227,9 @@ class SchemaHistory:
         """Apply the statement *sql* (default database *schema*) found at (*file*, *pos*); the
         ``db.table`` names of the captured tables it changed. A statement at or before one
         already applied is skipped (a reconnect reads it again)."""
-        if ddl_head(sql) is None:
+        self.last_changes = []
+        head = ddl_head(sql)
+        if head is None:
             return []
         key = point_key(file, pos)
         if self._applied is not None and key <= self._applied:
@@ -246,6 +252,7 @@ class SchemaHistory:
         if changed:
             self.statements_applied += 1
             self.generation += 1
+            self.last_changes = ctx.records(stmt, head)
         return changed
 
 
@@ -274,6 +281,10 @@ class _Statement:
         self.point, self.end_point, self.key = point, end_point, key
         self.server_collation = server_collation
         self.pending: dict[tuple, tuple] = {}     # key -> (db, table, state)
+        self.renamed: dict[tuple, tuple] = {}     # key -> (db, table) it was renamed from
+        self.renamed_away: set = set()            # keys of tables renamed to another name
+        self.unsure_keys: set = set()             # keys whose new shape is re-read or unknown
+        self.changed: list[tuple] = []            # (db, table, new state, state before)
 
     def where(self) -> str:
         return f"file {self.point[0]}, position {self.point[1]}"
@@ -299,6 +310,7 @@ class _Statement:
         if not self.h.captured(db, table):
             return
         h = self.h
+        self.unsure_keys.add(h._key(db, table))
         if h.read_table is not None and h.at_end is not None and h.at_end(*self.end_point):
             schema = h.read_table(db, table)
             log.info("%s.%s: %s at %s; read again from information_schema (the stream is at the "
@@ -417,6 +429,7 @@ class _Statement:
             self.unsure(target or (db, table), before.reason, before)
             if target is not None and target != (db, table):
                 self.put(db, table, None)
+                self.moved((db, table), target)
             return
         elif before is None:
             new = None
@@ -425,6 +438,7 @@ class _Statement:
                 reason = "changed by ALTER TABLE while the history does not know it"
                 if target is not None:
                     self.put(db, table, None)
+                    self.moved((db, table), target)
                     self.unsure(target, reason)
                 else:
                     self.unsure((db, table), reason)
@@ -443,11 +457,13 @@ class _Statement:
                     self.put(db, table, before)
                     if target is not None:
                         self.put(db, table, None)
+                        self.moved((db, table), target)
                         db, table = target
                     self.unsure((db, table), str(e))
                     return
         if target is not None and target != (db, table):
             self.put(db, table, None)
+            self.moved((db, table), target)
             db, table = target
         elif isinstance(new, TableSchema) and _same(new, before):
             return      # ENGINE=, ADD INDEX, partitions...: no new version
@@ -456,8 +472,21 @@ class _Statement:
         else:
             self.put(db, table, new)
 
+    def moved(self, old: tuple, new: tuple) -> None:
+        """Note that the table *old* is called *new* after the statement."""
+        h = self.h
+        ko, kn = h._key(*old), h._key(*new)
+        origin = self.renamed.pop(ko, old)
+        if h._key(*origin) == kn:
+            self.renamed.pop(kn, None)      # renamed back within the statement
+        else:
+            self.renamed[kn] = origin
+        self.renamed_away.add(ko)
+        self.renamed_away.discard(kn)
+
     def rename(self, old: tuple, new: tuple) -> None:
         state, known = self.state(*old)
+        self.moved(old, new)
         if self.h.captured(*old):
             self.seed_warning(*old, state)
             self.put(*old, None)
@@ -517,12 +546,67 @@ class _Statement:
         for k, (db, table, state) in self.pending.items():
             v = h._versions(db, table)
             before, _known = v.at(self.key)
-            if before is state or (isinstance(state, TableSchema) and _same(state, before)):
+            if (before is state or (isinstance(state, TableSchema) and _same(state, before))) \
+                    and k not in self.renamed:
                 continue
             v.put(self.key, state)
+            self.changed.append((db, table, state, before))
             if self.before_seed():
                 # from the point the seed was read on, information_schema's answer is exact
                 v.put(h._seed_key, h._seed.get(k))
             changed.append(f"{db}.{table}")
         return changed
+
+    # -- schema-change records
+    def records(self, stmt, head: str) -> list[SchemaChange]:
+        """The :class:`~cdc.schema.changes.SchemaChange` of each captured table the statement
+        changed (:meth:`commit` first); a table renamed away is part of its new name's record."""
+        h = self.h
+        if isinstance(stmt, CreateTable):
+            kind = "CREATE"
+        elif isinstance(stmt, RenameTables):
+            kind = "RENAME"
+        elif isinstance(stmt, (DropTables, DropDatabase)):
+            kind = "DROP"
+        elif isinstance(stmt, (AlterTable, CreateIndex, DropIndex)):
+            kind = "ALTER"
+        else:       # an unparsed statement (re-read), ...
+            kind = {"CREATE": "CREATE", "DROP": "DROP", "RENAME": "RENAME"}.get(head, "ALTER")
+        columns_renamed: dict = {}
+        altered = None
+        if isinstance(stmt, AlterTable):
+            altered = h._key(*self.name(stmt.table))
+            for a in stmt.actions:
+                if a[0] == "rename_column" and a[1][0] != a[1][1]:
+                    columns_renamed[a[1][0]] = a[1][1]
+                elif a[0] == "change" and a[1][0] != a[1][1].name:
+                    columns_renamed[a[1][0]] = a[1][1].name
+        out = []
+        for db, table, state, before in self.changed:
+            k = h._key(db, table)
+            origin = self.renamed.get(k)
+            if state is None:
+                if k in self.renamed_away:
+                    continue        # renamed: the new name's record says so
+                typ = "DROP"
+            elif before is None and origin is None and kind != "CREATE":
+                typ = "CREATE"      # a table made by another statement (CONVERT PARTITION...)
+            else:
+                typ = kind if kind != "DROP" else "CREATE"
+            own = altered is not None and (k == altered or (origin is not None and
+                                                            h._key(*origin) == altered))
+            schema = state if isinstance(state, TableSchema) else None
+            cols = schema.columns if schema is not None else None
+            if schema is None:
+                key = ()
+            elif schema.primary_key:
+                key = tuple(schema.primary_key)
+            else:
+                key = tuple(c.name for c in schema.columns if c.primary_key)
+            out.append(SchemaChange(
+                db, table, typ, self.sql,
+                f"{origin[0]}.{origin[1]}" if origin is not None else None,
+                dict(columns_renamed) if own else {}, cols, key,
+                k in self.unsure_keys or isinstance(state, Unknown)))
+        return out
 

@@ -100,7 +100,8 @@ def ddl_head(sql: str) -> str | None:
 # --- tokens --------------------------------------------------------------------------------------
 
 class Tok(NamedTuple):
-    kind: str       # w(ord) i(dentifier, quoted) s(tring) n(umber) p(unctuation) v(alue literal)
+    kind: str       # w(ord) i(dentifier, quoted) s(tring) n(umber) p(unctuation) v(alue literal:
+    #                 N'..', _x'..'), x (hex literal x'..'/0x..: its digits), b (bit literal b'..')
     text: str
 
     @property
@@ -109,7 +110,8 @@ class Tok(NamedTuple):
 
 
 _PUNCT = {"L_PAREN": "(", "R_PAREN": ")", "COMMA": ",", "DOT": ".", "SEMICOLON": ";", "EQ": "="}
-_VALUES = {"HEX_STRING", "BIT_STRING", "NATIONAL_STRING", "BYTE_STRING", "RAW_STRING"}
+_VALUES = {"HEX_STRING": "x", "BIT_STRING": "b", "NATIONAL_STRING": "v", "BYTE_STRING": "v",
+           "RAW_STRING": "v"}
 _tokenizer = None
 
 
@@ -141,7 +143,7 @@ def tokenize(sql: str, ansi_quotes: bool = False) -> list[Tok]:
         elif name == "NUMBER":
             out.append(Tok("n", t.text))
         elif name in _VALUES:
-            out.append(Tok("v", t.text))
+            out.append(Tok(_VALUES[name], t.text))
         elif name in _PUNCT:
             out.append(Tok("p", _PUNCT[name]))
         elif t.text and (t.text[0].isalnum() or t.text[0] in "_$"):

@@ -246,6 +246,14 @@ def apply_actions(work: Work, actions, *, default: int | None = None,
             work.cols = [convert_column(c, coll) for c in work.cols]
         elif kind == "default_charset":
             work.collation = _set_collation(work, args[0], args[1], default)
+        elif kind == "set_default":
+            name, value, if_exists = args
+            at = work.index(name)
+            if at is None:
+                if if_exists:
+                    continue
+                work.need(name)
+            work.cols[at] = work.cols[at]._replace(default=value)
         elif kind == "unsure":
             raise Diverged(f"the statement changes the table in a way the history does not "
                            f"follow ({args[0]})")

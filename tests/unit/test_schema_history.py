@@ -88,14 +88,16 @@ def test_alter_table_actions():
     assert isinstance(stmt, AlterTable) and stmt.table == ("db", "t")
     kinds = [a.kind for a in stmt.actions]
     assert kinds == ["add", "add", "add", "drop", "drop", "modify", "change", "rename_column",
-                     "add_pk", "drop_pk", "add_unique", "drop_index", "rename_index", "convert",
+                     "add_pk", "drop_pk", "add_unique", "drop_index", "set_default",
+                     "rename_index", "convert",
                      "default_charset", "rename"]
     add = stmt.actions[0].args
     assert (add[0].name, add[0].type_name, add[1], add[2]) == ("x", "int", ("after", "id"), True)
     assert stmt.actions[5].args[1] == ("first", None)
     assert stmt.actions[6].args[0] == "s" and stmt.actions[6].args[1].charset == "latin1"
     assert stmt.actions[8].args == ([("a", False), ("b", True)],)
-    assert stmt.actions[13].args == ("utf8mb4", "utf8mb4_bin")
+    assert stmt.actions[12].args == ("x", ("num", "3"), False)
+    assert stmt.actions[14].args == ("utf8mb4", "utf8mb4_bin")
     assert stmt.actions[-1].args == (("db", "u"),)
 
 
