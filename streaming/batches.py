@@ -3,6 +3,7 @@ committed transactions: :class:`BatchBuilder` and :func:`record_batches`."""
 
 from __future__ import annotations
 
+import logging
 from itertools import repeat
 from typing import Callable, Iterable
 
@@ -14,11 +15,13 @@ from pyspark.sql.types import StructType
 from cdc.positions import binlog_file_number
 from cdc.values.types import ABSENT, ColumnDef
 from cdc.errors import SchemaError
-from cdc.binlog.transactions import key_values
+from cdc.binlog.transactions import SchemaChangeAt, key_values
 from cdc.values.render import (compile_json_pair_renderer, compile_json_renderer, row_json,
                                to_json_text)
 
 from streaming.schema import IDENTITY_TYPES, spark_column
+
+log = logging.getLogger("streaming")
 
 
 class _TablePlan:
@@ -62,10 +65,16 @@ class BatchBuilder:
     struct child at a time and go to Arrow in chunks of about ``_TYPED_CHUNK_VALUES`` values.
     """
 
-    def __init__(self, schema: StructType, typed_columns: list[ColumnDef] | None = None):
+    def __init__(self, schema: StructType, typed_columns: list[ColumnDef] | None = None, *,
+                 table: str | None = None):
         self.schema = schema
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.typed = typed_columns is not None
+        # includeSchemaChanges: schema changes are rows (op s) with this column
+        self.with_changes = "schema_change" in schema.fieldNames()
+        # typed mode: the table ("db.t") whose shape the stream's schema is
+        self.table = table
+        self.typed_columns = typed_columns
         self.names = None
         if self.typed:
             self.names = [c.name for c in typed_columns]
@@ -85,6 +94,7 @@ class BatchBuilder:
         self.s_row: list[int] = []
         self.key: list = []
         self.key_filled = False
+        self.change_texts: dict[int, str] = {}    # batch row -> schema_change JSON (op s)
         if self.typed:
             self.before = _TypedImage(len(self.names))
             self.after = _TypedImage(len(self.names))
@@ -115,8 +125,10 @@ class BatchBuilder:
         typed = self.typed
         # RowChange.key() takes the primary key of the transaction's table map of that name
         tables = tx.tables_by_name
-        # TRUNCATE TABLEs (op t), each after the first .at rows events (a snapshot chunk has none)
-        truncates = getattr(tx, "truncates", None) or ()
+        # TRUNCATE TABLEs (op t) and schema changes (op s), each after the first .at rows
+        # events (a snapshot chunk has none)
+        truncates = tx.statements() if getattr(tx, "schema_changes", None) else \
+            (getattr(tx, "truncates", None) or ())
         k = 0
         prefix = None
         index = 0
@@ -124,8 +136,8 @@ class BatchBuilder:
             while k < len(truncates) and truncates[k].at <= number:
                 if prefix is None:
                     prefix = self._prefix(file, pos)
-                self._truncate(truncates[k], index, (ts, server_id, file, pos, gtid, xid, prefix))
-                index += 1
+                index += self._statement(truncates[k], index,
+                                         (ts, server_id, file, pos, gtid, xid, prefix))
                 k += 1
                 yield
             rows = ev.decode_rows()
@@ -194,8 +206,7 @@ class BatchBuilder:
         for t in truncates[k:]:
             if prefix is None:
                 prefix = self._prefix(file, pos)
-            self._truncate(t, index, (ts, server_id, file, pos, gtid, xid, prefix))
-            index += 1
+            index += self._statement(t, index, (ts, server_id, file, pos, gtid, xid, prefix))
             yield
 
     def _prefix(self, file: str, pos: int) -> str:
@@ -205,9 +216,62 @@ class BatchBuilder:
             number = self._file_numbers[file] = binlog_file_number(file)
         return "%010d:%012d:" % (number, pos)
 
-    def _truncate(self, t, index: int, envelope: tuple) -> None:
-        """One row for a TRUNCATE TABLE (:class:`cdc.binlog.transactions.Truncate`): op ``t``,
-        no images, no key; *envelope*: (ts_ms, server_id, file, pos, gtid, xid, seq prefix)."""
+    def _statement(self, t, index: int, envelope: tuple) -> int:
+        """A truncate or a schema change (:class:`cdc.binlog.transactions.SchemaChangeAt`):
+        the rows added (a schema change is one only with ``includeSchemaChanges``)."""
+        if type(t) is not SchemaChangeAt:
+            self._truncate(t, index, envelope)
+            return 1
+        if self.typed:
+            self._check_typed(t)
+        if not self.with_changes:
+            return 0
+        q = t.query
+        ts = q.timestamp * 1000 if q.timestamp is not None else envelope[0]
+        self._no_images()
+        self.change_texts[self.rows] = t.change.to_json()
+        self.s_row.append(0)
+        self.rows += 1
+        # the statement's own position: seq and source.pos, row 0
+        self.events.append((self.rows, "s", t.schema, t.table, ts, envelope[1], q.file, q.pos,
+                            envelope[4], None, self._prefix(q.file, q.pos)))
+        return 1
+
+    def _check_typed(self, t) -> None:
+        """Typed mode: a statement that changes the typed table's shape stops the stream (the
+        DataFrame's schema is the table's old shape)."""
+        sc = t.change
+        names = {f"{t.schema}.{t.table}"}
+        if sc.renamed_from:
+            names.add(sc.renamed_from)
+        if self.table is None or self.table not in names or sc.type == "DROP":
+            return
+        old = [(c.name, spark_column(c).spark) for c in self.typed_columns]
+        if sc.columns is None:
+            log.warning("typed mode: %s at %s:%d changes table %s in a way the schema history "
+                        "does not know (%r); the stream's schema stays as it is", sc.type,
+                        t.query.file, t.query.pos, self.table, sc.ddl[:300])
+            return
+        new = []
+        for i, c in enumerate(sc.columns):
+            d = c.column_def(i)
+            new.append((c.name, spark_column(d).spark if d is not None else c.column_type))
+        if new == old and f"{t.schema}.{t.table}" == self.table:
+            return      # the shape the stream was started with (a restart after this error)
+        shown = ", ".join(f"{n} {s.simpleString() if hasattr(s, 'simpleString') else s}"
+                          for n, s in new)
+        raise SchemaError(
+            f"typed mode (table={self.table}): the DDL statement at {t.query.file}:{t.query.pos} "
+            f"changes the table's shape: {' '.join(sc.ddl.split())[:500]!r}. The stream's schema "
+            f"is the table's shape when the query started; the table now has ({shown})"
+            + (f" and is called {t.schema}.{t.table}" if f"{t.schema}.{t.table}" != self.table
+               else "")
+            + ". Restart the query: it reads the new shape from information_schema and continues "
+              "from this micro-batch exactly once (its rows before the statement come with the "
+              "new schema, column by name); or read without option table (JSON images follow "
+              "every shape)")
+
+    def _no_images(self) -> None:
         if self.typed:
             self.before.append_nulls(1)
             self.after.append_nulls(1)
@@ -215,6 +279,11 @@ class BatchBuilder:
             self.before.append(None)
             self.after.append(None)
         self.key.append(None)
+
+    def _truncate(self, t, index: int, envelope: tuple) -> None:
+        """One row for a TRUNCATE TABLE (:class:`cdc.binlog.transactions.Truncate`): op ``t``,
+        no images, no key; *envelope*: (ts_ms, server_id, file, pos, gtid, xid, seq prefix)."""
+        self._no_images()
         self.s_row.append(index)
         self.rows += 1
         self.events.append((self.rows, "t", t.schema, t.table) + envelope)
@@ -309,6 +378,10 @@ class BatchBuilder:
             after = strings(self.after, self.after_filled)
         arrays = [op, runs(db, pa.string()), runs(table, pa.string()), before, after,
                   strings(self.key, self.key_filled), runs(ts, pa.int64()), source, seq]
+        if self.with_changes:
+            texts = self.change_texts
+            arrays.append(pa.array([texts.get(i) for i in range(n)], pa.string()) if texts
+                          else pa.nulls(n, pa.string()))
         batch = pa.RecordBatch.from_arrays(arrays, schema=s)
         self._reset()
         self._plans.clear()
@@ -324,8 +397,8 @@ class BatchBuilder:
 # typed values are converted to Arrow about this many at a time (and at least 256 rows)
 _TYPED_CHUNK_VALUES = 16384
 # the ops whose rows have no before / no after image
-_NO_BEFORE = pa.array(["c", "r", "t"])
-_NO_AFTER = pa.array(["d", "t"])
+_NO_BEFORE = pa.array(["c", "r", "t", "s"])
+_NO_AFTER = pa.array(["d", "t", "s"])
 
 
 class _TypedImage:
@@ -359,7 +432,9 @@ def record_batches(transactions: Iterable, builder: BatchBuilder, rows_per_batch
     memory stays bounded by the batch (every batch of a Spark partition belongs to the same
     micro-batch: offsets stay at transaction boundaries)."""
     for tx in transactions:
-        if tx.rows_events or getattr(tx, "truncates", None):     # a TRUNCATE-only one too
+        # a TRUNCATE-only one too, and DDL with schema changes
+        if tx.rows_events or getattr(tx, "truncates", None) or getattr(tx, "schema_changes",
+                                                                      None):
             for _ in builder.add_events(tx):
                 if len(builder) >= rows_per_batch:
                     yield builder.flush()

@@ -18,8 +18,8 @@ from typing import Mapping
 from cdc.binlog.transactions import TableFilter
 from cdc.errors import ConfigurationError
 from cdc.positions import Start
-from cdc.replica.config import (PASSWORD_ENV, ReplicaConfig, RetryPolicy, Secret, SslOptions,
-                                random_server_id, read_password)
+from cdc.replica.config import (ON_UNPARSED_DDL, PASSWORD_ENV, ReplicaConfig, RetryPolicy,
+                                Secret, SslOptions, random_server_id, read_password)
 
 from streaming.storage import storage_settings
 
@@ -70,6 +70,12 @@ OPTIONS: dict[str, str] = {
     "paths": "batch: several of those (set by DataFrameReader.load([...]))",
     "endingPosition": "batch with host: read up to here (latest | {\"file\": ..., \"pos\": ...} "
                       "| {\"gtid\": \"...\"}), from startingPosition",
+    "includeSchemaChanges": "true: DDL statements that change captured tables are rows too "
+                            "(op s, extra column schema_change; default false)",
+    "schemaHistory": "true (default): follow the tables' shapes along the binlog's DDL; "
+                     "false: complete table maps from today's information_schema",
+    "onUnparsedDdl": "fail (default) | skip | reseed: a DDL statement on a captured table "
+                     "that cannot be parsed",
     "rowDecoder": "c | python | auto: the row decoder of the tasks (default: BINLOG_CDC_DECODER "
                   "of each executor, else auto)",
     "fs.<scheme>.<name>": "filesystem settings of s3://, gs://, abfs://, hdfs:// paths, e.g. "
@@ -136,6 +142,9 @@ class SourceOptions:
     paths: tuple = ()
     ending: Start | None = None
     row_decoder: str | None = None
+    include_schema_changes: bool = False
+    schema_history: bool = True
+    on_unparsed_ddl: str = "fail"
     storage: dict = field(default_factory=dict, repr=False)   # fs.<scheme>.<name> settings
 
     @classmethod
@@ -243,6 +252,7 @@ class SourceOptions:
             if kw["row_decoder"] not in ("auto", "c", "python"):
                 raise ConfigurationError(f"option rowDecoder must be c, python or auto, not "
                                          f"{get('rowDecoder')!r}")
+        _schema_options(get, kw)
         kw["storage"] = storage_settings(storage)
         opts = cls(**kw)
         if streaming:
@@ -268,6 +278,10 @@ class SourceOptions:
             heartbeat_interval=self.heartbeat_s, retry=self.retry,
             table_filter=self.table_filter(), check_server_id=False,
             row_decoder=self.row_decoder,
+            schema_history=self.schema_history, on_unparsed_ddl=self.on_unparsed_ddl,
+            # typed mode stops at a change of its table's shape: it needs the records too
+            include_schema_changes=self.schema_history and (self.include_schema_changes or
+                                                            bool(self.table)),
             password_hint=PASSWORD_HINT)
 
     def table_filter(self) -> TableFilter | None:
@@ -280,6 +294,33 @@ class SourceOptions:
     def describe(self) -> str:
         """For messages: where, as whom (never the password)."""
         return f"{self.user}@{self.host}:{self.port}"
+
+
+def _schema_options(get, kw: dict) -> None:
+    """includeSchemaChanges, schemaHistory, onUnparsedDdl (and how they combine)."""
+    if get("schemaHistory") is not None:
+        kw["schema_history"] = _bool("schemaHistory", get("schemaHistory"))
+    if get("onUnparsedDdl") is not None:
+        v = str(get("onUnparsedDdl")).strip().lower()
+        if v not in ON_UNPARSED_DDL:
+            raise ConfigurationError(f"option onUnparsedDdl must be fail, skip or reseed, not "
+                                     f"{get('onUnparsedDdl')!r}")
+        kw["on_unparsed_ddl"] = v
+    if get("includeSchemaChanges") is not None:
+        kw["include_schema_changes"] = _bool("includeSchemaChanges", get("includeSchemaChanges"))
+    if not kw.get("include_schema_changes"):
+        return
+    if not kw.get("schema_history", True):
+        raise ConfigurationError("option includeSchemaChanges=true needs the schema history: "
+                                 "remove schemaHistory=false (the records are what the history "
+                                 "follows)")
+    if kw.get("layout") == "flat":
+        raise ConfigurationError("option includeSchemaChanges=true needs layout=envelope (the "
+                                 "flat layout has no place for schema-change rows)")
+    if kw.get("paths"):
+        raise ConfigurationError("option includeSchemaChanges=true needs host: binlog files read "
+                                 "with path have no schema history; read from the server (a "
+                                 "stream, or a bounded read with endingPosition)")
 
 
 def _ssl(get) -> SslOptions | bool | None:

@@ -11,12 +11,14 @@ column      Spark type                  meaning
 ==========  ==========================  ==========================================================
 op          string                      ``c`` insert, ``u`` update, ``d`` delete, ``t`` truncate
                                         (``TRUNCATE TABLE``: every row of the table is gone),
-                                        ``r`` a row of the initial snapshot
+                                        ``r`` a row of the initial snapshot, ``s`` a schema
+                                        change (with ``includeSchemaChanges``)
 db          string                      database (schema) name
 table       string                      table name
 before      string (JSON) / struct      row image before the change (null for ``c``, ``r``,
-                                        ``t``)
-after       string (JSON) / struct      row image after the change (null for ``d``, ``t``)
+                                        ``t``, ``s``)
+after       string (JSON) / struct      row image after the change (null for ``d``, ``t``,
+                                        ``s``)
 key         string (JSON)               primary-key columns and values, e.g. ``{"id": 7}``
                                         (null when the table map carries no primary key, and
                                         for ``t``)
@@ -32,6 +34,14 @@ source      struct                      where the change comes from:
 seq         string                      total order of all changes: zero-padded binlog file
                                         number, transaction start position and row index,
                                         ``"0000000003:000000012345:0000000007"``; sorts as text
+schema_     string (JSON)               only with ``includeSchemaChanges=true`` (the last
+change                                  column): for ``s`` the record of
+                                        :mod:`cdc.schema.changes` (type, ddl, renamed_from,
+                                        renamed_columns, columns, primary_key, unsure), null
+                                        for the other ops. An ``s`` row's ``table`` is the
+                                        table's name after the statement, ``ts_ms`` the
+                                        statement's time, ``source.pos`` and ``seq`` the
+                                        statement's position with row 0
 ==========  ==========================  ==========================================================
 
 ``before``/``after`` are JSON object texts by default (``cdc.values.render.row_json``: exact decimals,
@@ -110,6 +120,14 @@ def envelope_schema(image_type: DataType = StringType()) -> StructType:
 
 
 JSON_SCHEMA = envelope_schema()
+
+#: the column a schema includes with ``includeSchemaChanges=true``
+SCHEMA_CHANGE_FIELD = StructField("schema_change", StringType())
+
+
+def with_schema_changes(schema: StructType) -> StructType:
+    """*schema* with the ``schema_change`` column at the end (``includeSchemaChanges``)."""
+    return StructType(list(schema.fields) + [SCHEMA_CHANGE_FIELD])
 
 
 # --- typed mode: the one mapping from column types to Spark types ---------------------------------

@@ -67,7 +67,7 @@ from streaming.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anch
                                 delivered_before, lag_report, mysql_skip_set, need_scan,
                                 plan_chunks)
 from streaming.layout import FlatBatchReader, flat_schema, flatten_batches
-from streaming.schema import JSON_SCHEMA, typed_schema
+from streaming.schema import JSON_SCHEMA, typed_schema, with_schema_changes
 from streaming.storage import list_files, storage_for
 from streaming import snapshot
 
@@ -124,10 +124,11 @@ class BinlogCdcDataSource(DataSource):
 
     def schema(self):
         opts = self.opts
+        schema = JSON_SCHEMA
         if opts.table:
             columns = self._typed_columns(streaming=not opts.paths)
-            return flat_schema(columns) if opts.layout == "flat" else typed_schema(columns)
-        return JSON_SCHEMA
+            schema = flat_schema(columns) if opts.layout == "flat" else typed_schema(columns)
+        return with_schema_changes(schema) if opts.include_schema_changes else schema
 
     def reader(self, schema: StructType) -> "FileBatchReader":
         if self.opts.layout == "flat":     # the readers build the typed envelope, then flatten
@@ -486,7 +487,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _read(self, partition: "BinlogChunk") -> Iterator:
         if isinstance(partition, snapshot.SnapshotChunk):
             return snapshot.read_chunk(self.opts, self.schema, self.columns, partition)
-        builder = BatchBuilder(self.schema, self.columns)
+        builder = BatchBuilder(self.schema, self.columns, table=self.opts.table)
         return record_batches(self._chunk_transactions(partition), builder)
 
     def _chunk_transactions(self, chunk: "BinlogChunk"):

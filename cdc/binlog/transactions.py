@@ -10,6 +10,12 @@ transaction in row-based binlogs) with no rows events: :func:`truncate_target` r
 the transaction carries it (:attr:`Transaction.truncates`) as a change with op ``"t"`` for that
 table, in binlog order with the row changes.
 
+A DDL statement that changes captured tables can be carried too, as *schema changes* (op
+``"s"``): the assembler does not parse DDL itself; whoever follows the schema (a replica
+client's schema history, :mod:`cdc.schema`) hands the records of a statement to
+:meth:`TransactionAssembler.schema_changed` before pushing its QUERY event, and the transaction
+carries them (:attr:`Transaction.schema_changes`), in binlog order with the rows and truncates.
+
 Only committed transactions come out: a transaction cut off by the end of the input (or a
 ROLLBACK) is dropped, so resuming from :attr:`Transaction.end_pos` never repeats or skips one.
 """
@@ -29,6 +35,7 @@ from cdc.errors import SchemaError
 
 OPS = {"insert": "c", "update": "u", "delete": "d"}
 TRUNCATE = "t"   # the op of a TRUNCATE TABLE (Debezium's letter)
+SCHEMA_CHANGE = "s"     # the op of a DDL statement's schema change (Debezium's letter too)
 
 
 class TableFilter:
@@ -58,9 +65,13 @@ class RowChange(NamedTuple):
 
     A ``TRUNCATE TABLE`` is a change too: op ``"t"``, no images (``before``/``after`` None),
     ``columns`` the table's column names when a table map of it is in the transaction, else
-    empty; :meth:`key` is None."""
+    empty; :meth:`key` is None.
 
-    op: str                 # "c", "u", "d", or "t" (truncate)
+    A schema change is one too: op ``"s"``, no images, ``schema_change`` the record (a
+    :class:`cdc.schema.changes.SchemaChange`: ``to_json()``), ``table`` the table's name after
+    the statement."""
+
+    op: str                 # "c", "u", "d", "t" (truncate) or "s" (schema change)
     schema: str
     table: str
     before: tuple | None
@@ -68,6 +79,7 @@ class RowChange(NamedTuple):
     columns: list
     tx: "Transaction"
     index: int
+    schema_change: object = None    # op "s": the SchemaChange record
 
     @property
     def table_map(self):
@@ -87,7 +99,7 @@ class RowChange(NamedTuple):
         deletes and for key columns an update's after image leaves out
         (``binlog_row_image=MINIMAL`` logs only the changed columns after). None for a table
         without a primary key, and for a truncate."""
-        if self.op == TRUNCATE:
+        if self.op == TRUNCATE or self.op == SCHEMA_CHANGE:
             return None
         tmap = self.table_map
         if not tmap.primary_key:
@@ -112,6 +124,18 @@ class Truncate(NamedTuple):
     table: str
     at: int
     query: QueryEvent
+
+
+class SchemaChangeAt(NamedTuple):
+    """A DDL statement's change of one captured table in a transaction (op ``"s"``): after the
+    first ``at`` rows events; ``query`` its QUERY event, ``change`` the record (see the
+    module)."""
+
+    schema: str
+    table: str
+    at: int
+    query: QueryEvent
+    change: object
 
 
 # --- recognising TRUNCATE TABLE ---------------------------------------------------------------------
@@ -216,7 +240,7 @@ class Transaction:
 
     __slots__ = ("file", "pos", "end_pos", "_gtid", "xid", "timestamp", "server_id", "rows_events",
                  "queries", "_tables_by_name", "commit_event", "events_seen", "standalone",
-                 "truncates")
+                 "truncates", "schema_changes")
 
     def __init__(self, file, pos, gtid, server_id, timestamp):
         self.file = file
@@ -230,6 +254,8 @@ class Transaction:
         self.queries: list[QueryEvent] = []
         # the TRUNCATE TABLEs the table filter kept, in order (a tuple: most have none)
         self.truncates: tuple[Truncate, ...] = ()
+        # the schema changes handed to the assembler for its statements, in order
+        self.schema_changes: tuple[SchemaChangeAt, ...] = ()
         self._tables_by_name: dict = {}
         self.commit_event: Event | None = None
         self.events_seen = 0
@@ -255,10 +281,22 @@ class Transaction:
     def is_ddl(self) -> bool:
         return not self.rows_events and bool(self.queries)
 
+    def statements(self) -> tuple:
+        """The transaction's truncates and schema changes (:class:`Truncate`,
+        :class:`SchemaChangeAt`) in binlog order."""
+        if not self.schema_changes:
+            return self.truncates
+        if not self.truncates:
+            return self.schema_changes
+        order = {id(q): n for n, q in enumerate(self.queries)}
+        return tuple(sorted(self.truncates + self.schema_changes,
+                            key=lambda t: (t.at, order.get(id(t.query), 0))))
+
     def changes(self) -> Iterator[RowChange]:
-        """The row changes and truncates, in binlog order; ``index`` counts both."""
+        """The row changes, truncates and schema changes, in binlog order; ``index`` counts
+        them all."""
         index = 0
-        truncates = self.truncates
+        truncates = self.statements()
         k = 0
         for n, ev in enumerate(self.rows_events):
             while k < len(truncates) and truncates[k].at <= n:
@@ -286,7 +324,10 @@ class Transaction:
             yield self._truncate_change(t, index)
             index += 1
 
-    def _truncate_change(self, t: Truncate, index: int) -> RowChange:
+    def _truncate_change(self, t, index: int) -> RowChange:
+        if type(t) is SchemaChangeAt:
+            return RowChange(SCHEMA_CHANGE, t.schema, t.table, None, None, [], self, index,
+                             t.change)
         tmap = self._tables_by_name.get((t.schema, t.table))
         return RowChange(TRUNCATE, t.schema, t.table, None, None,
                          tmap.column_names if tmap is not None else [], self, index)
@@ -296,8 +337,8 @@ class Transaction:
         return sum(len(ev.rows) for ev in self.rows_events)
 
     def change_count(self) -> int:
-        """The number of :meth:`changes`: rows changed plus truncates."""
-        return self.row_count() + len(self.truncates)
+        """The number of :meth:`changes`: rows changed plus truncates and schema changes."""
+        return self.row_count() + len(self.truncates) + len(self.schema_changes)
 
     def __repr__(self) -> str:
         return (f"Transaction(file={self.file!r}, pos={self.pos}, end_pos={self.end_pos}, "
@@ -320,10 +361,18 @@ class TransactionAssembler:
         self._tx: Transaction | None = None
         self._pending_gtid = None  # a GTID event seen, BEGIN not yet
         self.rolled_back = 0
+        self._schema_changes = None     # (QUERY event, records) for the next statement
 
     @property
     def in_transaction(self) -> bool:
         return self._tx is not None
+
+    def schema_changed(self, ev: QueryEvent, changes) -> None:
+        """Before :meth:`push` of the QUERY event *ev*: the schema-change records of its
+        statement (objects with ``db``, ``table`` and ``to_json()``, e.g.
+        :class:`cdc.schema.changes.SchemaChange`); its transaction carries them
+        (:attr:`Transaction.schema_changes`)."""
+        self._schema_changes = (ev, tuple(changes)) if changes else None
 
     def _begin(self, ev: Event, gtid) -> Transaction:
         tx = Transaction(ev.file, ev.pos, gtid, ev.header.server_id, ev.header.timestamp)
@@ -378,6 +427,13 @@ class TransactionAssembler:
         """A statement of *tx*: kept in ``queries``; a TRUNCATE TABLE of a table the filter
         keeps also in ``truncates`` (one that failed on the source, error code set, is not)."""
         tx.queries.append(ev)
+        pending = self._schema_changes
+        if pending is not None:
+            self._schema_changes = None
+            if pending[0] is ev:
+                at = len(tx.rows_events)
+                tx.schema_changes += tuple(SchemaChangeAt(c.db, c.table, at, ev, c)
+                                           for c in pending[1])
         if ev.error_code:
             return
         target = truncate_target(ev.query, ev.schema)
@@ -432,6 +488,7 @@ class TransactionAssembler:
     def reset(self) -> None:
         """Forget a transaction in progress (after a reconnect restarts from a boundary)."""
         self._tx = None
+        self._schema_changes = None
 
 
 _HANDLER_BY_BASE = ((GtidEvent, TransactionAssembler._on_gtid),

@@ -114,13 +114,14 @@ def _ssl(args) -> SslOptions | bool | None:
 
 
 def config_from_args(args, *, heartbeat_interval: float | None, retry: RetryPolicy,
-                     table_filter=None) -> ReplicaConfig:
-    """The :class:`ReplicaConfig` of the connection options (:func:`add_connection_arguments`)."""
+                     table_filter=None, **more) -> ReplicaConfig:
+    """The :class:`ReplicaConfig` of the connection options (:func:`add_connection_arguments`);
+    *more*: other ReplicaConfig fields."""
     return ReplicaConfig(
         args.host, args.port, args.user,
         read_password(args.password, args.password_file, file_option="--password-file"),
         server_id=args.server_id, ssl=_ssl(args), connect_timeout=args.connect_timeout,
-        heartbeat_interval=heartbeat_interval, retry=retry, table_filter=table_filter)
+        heartbeat_interval=heartbeat_interval, retry=retry, table_filter=table_filter, **more)
 
 
 @contextlib.contextmanager

@@ -2,7 +2,9 @@
 ``tail --format jsonl``.
 
 ``op`` is ``c``/``u``/``d`` for a row inserted/updated/deleted, ``t`` for a ``TRUNCATE TABLE``
-(``before``, ``after`` and ``key`` null; ``row`` its index among the transaction's changes)."""
+(``before``, ``after`` and ``key`` null; ``row`` its index among the transaction's changes),
+``s`` for a DDL statement's schema change (``tail --schema-changes``): like ``t``, and a last key
+``schema_change`` holding the record (:mod:`cdc.schema.changes`)."""
 
 from __future__ import annotations
 
@@ -21,4 +23,6 @@ def change_json(change) -> str:
             f'"key": {to_json_text(key)}, "file": {to_json_text(tx.file)}, "pos": {to_json_text(tx.pos)}, '
             f'"end_pos": {to_json_text(tx.end_pos)}, "gtid": {to_json_text(tx.gtid)}, '
             f'"xid": {to_json_text(tx.xid)}, "row": {change.index}, "ts": {tx.timestamp}, '
-            f'"server_id": {tx.server_id}' "}")
+            f'"server_id": {tx.server_id}'
+            + (f', "schema_change": {change.schema_change.to_json()}'
+               if change.schema_change is not None else "") + "}")

@@ -26,7 +26,8 @@ from cdc.cli.args import (add_connection_arguments, add_start_arguments, config_
                           on_sigterm, patterns, start_from_args)
 from cdc.cli.changes import change_json
 from cdc.replica.client import ReplicaClient
-from cdc.replica.config import RetryPolicy
+from cdc.replica.config import ON_UNPARSED_DDL, RetryPolicy
+from cdc.schema.changes import type_text
 from cdc.values.render import row_json
 
 
@@ -49,6 +50,13 @@ def add_tail_arguments(p: argparse.ArgumentParser) -> None:
                         "0 turns heartbeats off)")
     o.add_argument("--non-blocking", action="store_true",
                    help="exit at the end of the binlog instead of waiting for new changes")
+    o.add_argument("--schema-changes", action="store_true",
+                   help="also print the DDL statements that change the tables shown (op s: the "
+                        "statement, the table and its new columns; jsonl: key schema_change)")
+    o.add_argument("--on-unparsed-ddl", choices=ON_UNPARSED_DDL, default="fail",
+                   help="a DDL statement on a shown table that binlog-cdc cannot parse: fail "
+                        "(stop, the default), skip (keep the table's previous shape) or reseed "
+                        "(read the table again from information_schema)")
 
 
 def build_client(args) -> ReplicaClient:
@@ -57,7 +65,8 @@ def build_client(args) -> ReplicaClient:
     config = config_from_args(
         args, heartbeat_interval=args.heartbeat or None,
         retry=RetryPolicy(max_attempts=args.max_retries, max_time=args.max_retry_time),
-        table_filter=TableFilter(include, exclude) if include or exclude else None)
+        table_filter=TableFilter(include, exclude) if include or exclude else None,
+        on_unparsed_ddl=args.on_unparsed_ddl, include_schema_changes=args.schema_changes)
     return ReplicaClient(config, start=start_from_args(args), blocking=not args.non_blocking)
 
 
@@ -69,6 +78,8 @@ def change_text(change) -> str:
     """One row change as a readable line."""
     tx = change.tx
     where = f"{tx.file}:{tx.pos}" + (f" {tx.gtid}" if tx.gtid else "")
+    if change.schema_change is not None:
+        return schema_change_text(change, where)
     images = []
     if change.before is not None:
         images.append("before=" + row_json(change.columns, change.before))
@@ -77,6 +88,22 @@ def change_text(change) -> str:
     op = {"c": "INSERT", "u": "UPDATE", "d": "DELETE", "t": "TRUNCATE"}[change.op]
     line = f"{_ts(tx.timestamp)} {op} {change.schema}.{change.table} [{where}]"
     return line + " " + " ".join(images) if images else line
+
+
+def schema_change_text(change, where: str) -> str:
+    """A schema change (op ``s``) as a readable line: ``SCHEMA ALTER db.t [where] (columns)
+    key=(...): statement``."""
+    sc = change.schema_change
+    what = f"{_ts(change.tx.timestamp)} SCHEMA {sc.type} {change.schema}.{change.table} [{where}]"
+    if sc.renamed_from:
+        what += f" from {sc.renamed_from}"
+    if sc.columns is not None:
+        what += " (" + ", ".join(f"{c.name} {type_text(c)}" for c in sc.columns) + ")"
+        if sc.primary_key:
+            what += " key=(" + ", ".join(sc.primary_key) + ")"
+    if sc.unsure:
+        what += " unsure"
+    return what + ": " + " ".join(sc.ddl.split())
 
 
 # Rendered text written at a time: bounds tail's memory by a transaction's events (which it

@@ -329,7 +329,9 @@ class ReplicaClient:
                 if tev is TableMapEvent:
                     self.metadata.complete(ev.table, file=ev.file, position=ev.pos)
                 elif tev is QueryEvent:
-                    self.metadata.on_query(ev)     # DDL: the schema history follows it
+                    # DDL: the schema history follows it (and says what changed)
+                    if self.metadata.on_query(ev) and cfg.include_schema_changes:
+                        asm.schema_changed(ev, self.metadata.history.last_changes)
                 tx = asm.push(ev)
                 if tx is not None:
                     pos = self._position

@@ -243,6 +243,10 @@ class ReplicaConfig:
         table keeps its previous shape) or ``"reseed"`` (read the table again from
         information_schema if the stream is at the binlog's end, else its shape is unknown
         from there).
+    :param include_schema_changes: transactions carry the DDL statements that change captured
+        tables as schema changes (:attr:`~cdc.binlog.transactions.Transaction.schema_changes`,
+        op ``"s"`` in :meth:`~cdc.binlog.transactions.Transaction.changes`; records of
+        :mod:`cdc.schema.changes`); needs ``schema_history``.
     """
 
     host: str
@@ -266,6 +270,7 @@ class ReplicaConfig:
     max_packet_size: int = MAX_PACKET_SIZE
     schema_history: bool = True
     on_unparsed_ddl: str = "fail"
+    include_schema_changes: bool = False
 
     def __post_init__(self):
         if not self.host:
@@ -294,6 +299,9 @@ class ReplicaConfig:
             raise ConfigurationError(f"on_unparsed_ddl must be one of "
                                      f"{', '.join(ON_UNPARSED_DDL)}, not "
                                      f"{self.on_unparsed_ddl!r}")
+        if self.include_schema_changes and not self.schema_history:
+            raise ConfigurationError("include_schema_changes needs the schema history (the "
+                                     "records are what it follows): leave schema_history=True")
         tf = self.table_filter
         if isinstance(tf, (list, tuple)):
             from cdc.binlog.transactions import TableFilter
