@@ -36,7 +36,9 @@ _INTS = frozenset({"tinyint", "smallint", "mediumint", "int", "integer", "bigint
 _TEXT = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set",
                    "json", "uuid", "inet4", "inet6"})
 _BYTES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
-_DISPLAY_WIDTH = re.compile(r"^(tinyint|smallint|mediumint|int|integer|bigint|year)\(\d+\)")
+# integer display widths, but TINYINT(1) (BOOL), which MySQL 8 keeps too
+_DISPLAY_WIDTH = re.compile(r"^(tinyint(?!\(1\))|smallint|mediumint|int|integer|bigint|year)"
+                            r"\(\d+\)")
 
 
 class SchemaChange(NamedTuple):
@@ -69,7 +71,7 @@ class SchemaChange(NamedTuple):
 def type_text(col) -> str:
     """The column's MySQL type text (``varchar(20)``, ``bigint unsigned``, ``decimal(10,2)``,
     ``enum('a','b')``): information_schema's COLUMN_TYPE without integer display widths (which
-    MariaDB shows and a DDL statement may omit)."""
+    MariaDB shows and a DDL statement may omit), but ``tinyint(1)``, as MySQL 8 shows it."""
     return _DISPLAY_WIDTH.sub(r"\1", col.column_type)
 
 

@@ -55,6 +55,9 @@ CLI_CASES = [
                                "--password-file", "/nonexistent/pw"], "/nonexistent/pw"),
     ("tail-file-without-pos", ["tail", "--host", "127.0.0.1", "--port", "PORT", "--pos", "4"],
      "--pos"),
+    ("tail-on-unparsed-ddl-typo", ["tail", "--host", "127.0.0.1", "--on-unparsed-ddl", "ignore"],
+     "argument --on-unparsed-ddl: invalid choice: 'ignore' (choose from 'fail', 'skip', "
+     "'reseed')"),
 ]
 
 
@@ -91,6 +94,18 @@ OPTION_CASES = [
     ({"endingPosition": "earliest"}, "option endingPosition must be latest, a file/pos or a "
                                      "GTID set, not earliest"),
     ({"fs.s3": "x"}, "option 'fs.s3': filesystem settings are spelled fs.<scheme>.<name>"),
+    ({"includeSchemaChanges": "sometimes"}, "option includeSchemaChanges must be true or false, "
+                                            "not 'sometimes'"),
+    ({"onUnparsedDdl": "ignore"}, "option onUnparsedDdl must be fail, skip or reseed, not "
+                                  "'ignore'"),
+    ({"schemaHistory": "nope"}, "option schemaHistory must be true or false, not 'nope'"),
+    ({"includeSchemaChanges": "true", "schemaHistory": "false"},
+     "option includeSchemaChanges=true needs the schema history: remove schemaHistory=false"),
+    ({"includeSchemaChanges": "true", "table": "a.b", "layout": "flat"},
+     "option includeSchemaChanges=true needs layout=envelope"),
+    ({"includeSchemaChanges": "true", "path": "/tmp/x.000001"},
+     "option includeSchemaChanges=true needs host: binlog files read with path have no schema "
+     "history"),
 ]
 
 
