@@ -75,6 +75,9 @@ class BatchBuilder:
         # typed mode: the table ("db.t") whose shape the stream's schema is
         self.table = table
         self.typed_columns = typed_columns
+        # typed mode: a statement changed the table in a way the schema history does not know:
+        # the table's next table map says whether its shape changed (SchemaChangeAt)
+        self.typed_pending = None
         self.names = None
         if self.typed:
             self.names = [c.name for c in typed_columns]
@@ -148,6 +151,8 @@ class BatchBuilder:
                 prefix = self._prefix(file, pos)
             tmap = ev.table
             plan = self._plan(tmap)
+            if self.typed_pending is not None:
+                self._check_table_map(tmap)
             ncols = plan.ncols
             kind = ev.kind
             # before/after: the images (None: the operation has none); *_full: the image holds
@@ -246,18 +251,35 @@ class BatchBuilder:
             names.add(sc.renamed_from)
         if self.table is None or self.table not in names or sc.type == "DROP":
             return
-        old = [(c.name, spark_column(c).spark) for c in self.typed_columns]
         if sc.columns is None:
-            log.warning("typed mode: %s at %s:%d changes table %s in a way the schema history "
-                        "does not know (%r); the stream's schema stays as it is", sc.type,
-                        t.query.file, t.query.pos, self.table, sc.ddl[:300])
+            # the history does not know the new shape (it was read after the statement): the
+            # table's next table map tells
+            self.typed_pending = t
             return
         new = []
         for i, c in enumerate(sc.columns):
             d = c.column_def(i)
             new.append((c.name, spark_column(d).spark if d is not None else c.column_type))
-        if new == old and f"{t.schema}.{t.table}" == self.table:
+        if new == self._typed_shape() and f"{t.schema}.{t.table}" == self.table:
             return      # the shape the stream was started with (a restart after this error)
+        self._typed_error(t, new)
+
+    def _typed_shape(self) -> list:
+        return [(c.name, spark_column(c).spark) for c in self.typed_columns]
+
+    def _check_table_map(self, tmap) -> None:
+        """The typed table's first table map after a statement the history could not follow:
+        its shape must be the stream's."""
+        t = self.typed_pending
+        if f"{tmap.schema}.{tmap.table}" != f"{t.schema}.{t.table}":
+            return
+        self.typed_pending = None
+        new = [(c.name, spark_column(c).spark) for c in tmap.columns]
+        if new != self._typed_shape():
+            self._typed_error(t, new)
+
+    def _typed_error(self, t, new: list) -> None:
+        sc = t.change
         shown = ", ".join(f"{n} {s.simpleString() if hasattr(s, 'simpleString') else s}"
                           for n, s in new)
         raise SchemaError(
