@@ -13,6 +13,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from cdc.positions import binlog_file_number
+from cdc.schema.history import point_key
 from cdc.values.types import ABSENT, ColumnDef
 from cdc.errors import SchemaError
 from cdc.binlog.transactions import SchemaChangeAt, key_values
@@ -66,7 +67,7 @@ class BatchBuilder:
     """
 
     def __init__(self, schema: StructType, typed_columns: list[ColumnDef] | None = None, *,
-                 table: str | None = None):
+                 table: str | None = None, schema_point: tuple | None = None):
         self.schema = schema
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.typed = typed_columns is not None
@@ -75,6 +76,9 @@ class BatchBuilder:
         # typed mode: the table ("db.t") whose shape the stream's schema is
         self.table = table
         self.typed_columns = typed_columns
+        # typed mode: (file, pos) where the table's shape was read; a statement before it is
+        # already in that shape (a restarted query replays it), one after it changes the shape
+        self.schema_point = point_key(*schema_point) if schema_point else None
         # typed mode: a statement changed the table in a way the schema history does not know:
         # the table's next table map says whether its shape changed (SchemaChangeAt)
         self.typed_pending = None
@@ -251,6 +255,9 @@ class BatchBuilder:
             names.add(sc.renamed_from)
         if self.table is None or self.table not in names or sc.type == "DROP":
             return
+        if self.schema_point is not None and point_key(t.query.file, t.query.pos) < \
+                self.schema_point:
+            return      # before the shape was read: the stream's schema is its outcome
         if sc.columns is None:
             # the history does not know the new shape (it was read after the statement): the
             # table's next table map tells

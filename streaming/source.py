@@ -56,7 +56,7 @@ from cdc.binlog.gtid import GtidSet
 from cdc.binlog.transactions import TransactionAssembler
 from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
 from cdc.positions import Position, Start
-from cdc.replica.sql import connect, resolve_start
+from cdc.replica.sql import binlog_status, connect, fetch_rows, resolve_start
 
 from streaming.batches import BatchBuilder, record_batches
 from streaming.bounded import BoundedBatchReader
@@ -98,6 +98,7 @@ class BinlogCdcDataSource(DataSource):
         super().__init__(options)
         self._opts: SourceOptions | None = None
         self._columns = None
+        self._schema_point = None   # typed stream: the binlog end when its columns were read
 
     @property
     def opts(self) -> SourceOptions:
@@ -115,6 +116,9 @@ class BinlogCdcDataSource(DataSource):
                 opts.check_connection()
                 conn = connect(opts.replica_config())
                 try:
+                    # DDL from here on changes the shape after it was read (typed mode stops)
+                    status = binlog_status(lambda sql: fetch_rows(conn, sql), where=opts.describe())
+                    self._schema_point = (status.end.file, status.end.pos)
                     self._columns = columns_from_server(conn, db, table)
                 finally:
                     conn.close()
@@ -141,8 +145,9 @@ class BinlogCdcDataSource(DataSource):
         if not opts.paths and opts.host and opts.ending is not None:
             # startingPosition .. endingPosition of a live server, read like the stream
             opts.check_connection()
-            return BoundedBatchReader(BinlogStreamReader(opts, schema,
-                                                         self._typed_columns(streaming=True)))
+            columns = self._typed_columns(streaming=True)
+            return BoundedBatchReader(BinlogStreamReader(opts, schema, columns,
+                                                         self._schema_point))
         if not opts.paths and opts.host:
             # a one-off read of the tables of a live server (a snapshot)
             return snapshot.SnapshotBatchReader(opts, schema, self._typed_columns(streaming=True))
@@ -158,7 +163,7 @@ class BinlogCdcDataSource(DataSource):
         columns = self._typed_columns(streaming=True)
         if opts.layout == "flat":     # read() builds the typed envelope, then flattens
             schema = typed_schema(columns)
-        return BinlogStreamReader(opts, schema, columns)
+        return BinlogStreamReader(opts, schema, columns, self._schema_point)
 
 
 # ===================================================================================================
@@ -253,10 +258,11 @@ def read_past_file_end(read_to, chunk: BinlogChunk) -> bool:
 class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """See the module docstring. Driver state is created lazily and never pickled."""
 
-    def __init__(self, opts: SourceOptions, schema: StructType, columns):
+    def __init__(self, opts: SourceOptions, schema: StructType, columns, schema_point=None):
         self.opts = opts
         self.schema = schema
         self.columns = columns
+        self.schema_point = schema_point
         self._driver: Driver | None = None
         self._lag_report: dict | None = None
 
@@ -487,7 +493,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _read(self, partition: "BinlogChunk") -> Iterator:
         if isinstance(partition, snapshot.SnapshotChunk):
             return snapshot.read_chunk(self.opts, self.schema, self.columns, partition)
-        builder = BatchBuilder(self.schema, self.columns, table=self.opts.table)
+        builder = BatchBuilder(self.schema, self.columns, table=self.opts.table,
+                               schema_point=self.schema_point)
         return record_batches(self._chunk_transactions(partition), builder)
 
     def _chunk_transactions(self, chunk: "BinlogChunk"):

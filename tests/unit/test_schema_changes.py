@@ -277,3 +277,36 @@ def test_batch_builder_rows_for_schema_changes():
     assert rows[0]["ts_ms"] == q[0].timestamp * 1000
     # without the option: no rows, the schema is unchanged
     assert list(record_batches(txs, BatchBuilder(JSON_SCHEMA))) == []
+
+
+def test_typed_mode_stops_only_at_a_change_after_its_shape_was_read():
+    pytest.importorskip("pyspark")
+    from cdc.errors import SchemaError
+    from streaming.batches import BatchBuilder, record_batches
+    from streaming.schema import typed_schema
+    txs = _stream(["CREATE TABLE k (id INT PRIMARY KEY)", "ALTER TABLE k ADD COLUMN a INT",
+                   "ALTER TABLE k ADD COLUMN b INT"])
+    shapes = [[c.column_def(i) for i, c in enumerate(tx.schema_changes[0].change.columns)]
+              for tx in txs]
+    alter_a = txs[1].queries[0]
+
+    def run(cols, point):
+        b = BatchBuilder(typed_schema(cols), cols, table="d.k", schema_point=point)
+        return list(record_batches(txs, b))
+
+    # a query that read the shape (id) before the ALTERs: stops at the first, naming it
+    with pytest.raises(SchemaError) as e:
+        run(shapes[0], (FILE, txs[1].pos))
+    assert f"the DDL statement at {FILE}:{alter_a.pos} changes the table's shape: " \
+           f"'ALTER TABLE k ADD COLUMN a INT'" in str(e.value)
+    assert "the table now has (id int, a int)" in str(e.value)
+    # restarted after both ALTERs (its shape read at the end): the replayed DDL is no change
+    assert run(shapes[2], (FILE, txs[2].end_pos)) == []
+    # a shape read between them: only the second ALTER stops it
+    with pytest.raises(SchemaError) as e:
+        run(shapes[1], (FILE, txs[2].pos))
+    assert "ADD COLUMN b INT" in str(e.value)
+    # no known point: every statement is checked (the CREATE makes a shape that is not the
+    # stream's)
+    with pytest.raises(SchemaError):
+        run(shapes[2], None)
