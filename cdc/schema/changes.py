@@ -28,6 +28,12 @@ from typing import NamedTuple
 
 from cdc.values.render import to_json_text
 
+
+def _j(v) -> str:
+    # ASCII JSON: a statement's text may hold surrogate escapes (bytes not valid in its
+    # character set), which only escaped JSON carries through UTF-8
+    return json.dumps(v)
+
 __all__ = ["SchemaChange", "default_json", "column_json", "type_text", "SCHEMA_CHANGE_TYPES"]
 
 SCHEMA_CHANGE_TYPES = ("CREATE", "ALTER", "DROP", "RENAME")
@@ -61,10 +67,10 @@ class SchemaChange(NamedTuple):
         """The record as a JSON object (fixed key order)."""
         cols = "null" if self.columns is None else \
             "[" + ", ".join(column_json(c) for c in self.columns) + "]"
-        return ("{" f'"type": {json.dumps(self.type)}, "ddl": {json.dumps(self.ddl)}, '
-                f'"renamed_from": {json.dumps(self.renamed_from)}, '
-                f'"renamed_columns": {json.dumps(self.renamed_columns)}, "columns": {cols}, '
-                f'"primary_key": {json.dumps(list(self.primary_key))}, '
+        return ("{" f'"type": {_j(self.type)}, "ddl": {_j(self.ddl)}, '
+                f'"renamed_from": {_j(self.renamed_from)}, '
+                f'"renamed_columns": {_j(self.renamed_columns)}, "columns": {cols}, '
+                f'"primary_key": {_j(list(self.primary_key))}, '
                 f'"unsure": {json.dumps(self.unsure)}' "}")
 
 
@@ -78,7 +84,7 @@ def type_text(col) -> str:
 def column_json(col) -> str:
     value, expr = default_json(col)
     cs = col.charset
-    return ("{" f'"name": {json.dumps(col.name)}, "type": {json.dumps(type_text(col))}, '
+    return ("{" f'"name": {_j(col.name)}, "type": {_j(type_text(col))}, '
             f'"nullable": {json.dumps(bool(col.nullable))}, '
             f'"charset": {json.dumps(cs if cs and cs != "binary" else None)}, '
             f'"default": {value}, "default_expr": {json.dumps(expr)}' "}")
@@ -157,7 +163,7 @@ def default_json(col) -> tuple[str, bool]:
     try:
         value = _value(col, kind, text)
     except (ValueError, ArithmeticError, InvalidOperation, TypeError):
-        return json.dumps(text), False      # kept as written: the server accepted it
+        return _j(text), False      # kept as written: the server accepted it
     if isinstance(value, bytes):
         return json.dumps(base64.b64encode(value).decode("ascii")), False
     return to_json_text(value), False

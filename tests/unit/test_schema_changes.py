@@ -310,3 +310,11 @@ def test_typed_mode_stops_only_at_a_change_after_its_shape_was_read():
     # stream's)
     with pytest.raises(SchemaError):
         run(shapes[2], None)
+
+
+def test_a_statement_with_bytes_invalid_in_its_charset_gives_utf8_safe_json():
+    run = Run()
+    (rec,) = run("CREATE TABLE t (id INT PRIMARY KEY COMMENT 'caf\udce9')")     # surrogateescape
+    text = run.records[0].to_json()
+    text.encode("utf-8")                 # Arrow/Spark take it
+    assert json.loads(text)["ddl"].endswith("COMMENT 'caf\udce9')")
