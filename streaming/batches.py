@@ -3,7 +3,6 @@ committed transactions: :class:`BatchBuilder` and :func:`record_batches`."""
 
 from __future__ import annotations
 
-import logging
 from itertools import repeat
 from typing import Callable, Iterable
 
@@ -21,8 +20,6 @@ from cdc.values.render import (compile_json_pair_renderer, compile_json_renderer
                                to_json_text)
 
 from streaming.schema import IDENTITY_TYPES, spark_column
-
-log = logging.getLogger("streaming")
 
 
 class _TablePlan:
