@@ -152,12 +152,13 @@ def _query(spark, opts: dict, fn, ckpt: str, trigger: dict):
             .trigger(**trigger).start())
 
 
-def stream_to_delta(spark, conn, db, start_file, out, ckpt, max_events, timeout=900.0):
+def stream_to_delta(spark, conn, db, start_file, out, ckpt, max_events, min_partitions=1,
+                    timeout=900.0):
     """(changes, seconds, batches) of one availableNow run into Delta."""
     up = _upserter(conn, out, "bench-e2e")
     t = time.perf_counter()
-    q = _query(spark, _options(conn, db, start_file, maxEventsPerTrigger=max_events), up, ckpt,
-               {"availableNow": True})
+    q = _query(spark, _options(conn, db, start_file, maxEventsPerTrigger=max_events,
+                               minPartitions=min_partitions), up, ckpt, {"availableNow": True})
     if not q.awaitTermination(timeout):
         q.stop()
         raise RuntimeError(f"availableNow query did not stop in {timeout} s")
@@ -276,6 +277,7 @@ def _pct(xs: list[float], p: float) -> float:
 def latency(spark, server, conn, work: str, rate: int, seconds: float, trigger: str,
             max_events: int) -> dict:
     """Commit -> visible in Delta at *rate* one-row transactions/s for *seconds*."""
+    import pyarrow.parquet as pq
     from deltalake import DeltaTable
     db = f"bench_lat_{rate}"
     server.execute(f"DROP DATABASE IF EXISTS {db}")
@@ -290,21 +292,30 @@ def latency(spark, server, conn, work: str, rate: int, seconds: float, trigger: 
     committed: dict[int, float] = {}
     visible: dict[int, float] = {}
     stop = threading.Event()
+    seen_files: set[str] = set()
 
     def reader():
-        version = None
+        d, version = None, None
         while not stop.is_set():
             try:
-                d = DeltaTable(path)
+                if d is None:
+                    d = DeltaTable(path)        # one handle, brought up to date in place
+                else:
+                    d.update_incremental()
             except Exception:        # noqa: BLE001 - not created yet
                 time.sleep(0.01)
                 continue
             if d.version() != version:
-                version = d.version()
                 now = time.time()
-                for i in d.to_pyarrow_table(columns=["id"]).column("id").to_pylist():
-                    visible.setdefault(i, now)
-            time.sleep(0.005)
+                version = d.version()
+                adds = d.get_add_actions(flatten=True).column("path").to_pylist()
+                for f in adds:                  # only the files not read yet
+                    if f not in seen_files:
+                        seen_files.add(f)
+                        ids = pq.read_table(os.path.join(path, f), columns=["id"])
+                        for i in ids.column("id").to_pylist():
+                            visible.setdefault(i, now)
+            time.sleep(0.01)
 
     c = server.connect(database=db)
     c.autocommit(True)
@@ -345,7 +356,7 @@ def latency(spark, server, conn, work: str, rate: int, seconds: float, trigger: 
 
 def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
         max_events: int | None = None, trigger: str = "0 seconds", hand: bool = True,
-        decoder: bool = True, out=print) -> dict:
+        decoder: bool = True, min_partitions: int = 1, out=print) -> dict:
     """Everything, in one run; returns {"throughput": [...], "latency": [...], "start": {...},
     "rss": {...}} and prints the tables as it goes."""
     from cdc.embedded import EmbeddedMariaDB
@@ -379,7 +390,8 @@ def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
                     r = {"workload": name}
                     n, dt, batches = stream_to_delta(spark, conn, db, start_file,
                                                      os.path.join(work, "d-" + name),
-                                                     os.path.join(work, "c-" + name), max_events)
+                                                     os.path.join(work, "c-" + name), max_events,
+                                                     min_partitions)
                     r.update(changes=n, seconds=dt, rate=n / dt, batches=batches)
                     if decoder:
                         m = measure("tuples", files)
@@ -403,6 +415,7 @@ def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
     finally:
         shutil.rmtree(work, ignore_errors=True)
     res["trigger"], res["max_events"] = trigger, max_events
+    res["min_partitions"] = min_partitions
     return res
 
 
@@ -423,7 +436,8 @@ def _latency_row(x: dict) -> str:
             f"{x['p95']:.3f} | {x['p99']:.3f} | {x['max']:.3f} | {x['batches']} | {kept} |")
 
 
-THROUGHPUT_HEADER = ("| workload | changes | batches | changes/s into Delta | decoder alone rows/s | "
+THROUGHPUT_HEADER = ("| workload | changes | batches | changes/s into Delta | "
+                     "decoder alone rows/s | "
                      "e2e / decoder | hand-written (pmr -> pyarrow -> deltalake MERGE) changes/s | "
                      "e2e / hand-written |\n|---|---:|---:|---:|---:|---:|---:|---:|")
 LATENCY_HEADER = ("| target rate | writer reached | transactions | p50 s | p95 s | p99 s | max s | "
@@ -432,8 +446,9 @@ LATENCY_HEADER = ("| target rate | writer reached | transactions | p50 s | p95 s
 
 def table(res: dict) -> str:
     """The results as markdown tables."""
-    lines = [f"Scale: {res['scale']}; maxEventsPerTrigger {res['max_events']:,}; latency trigger "
-             f"processingTime '{res['trigger']}'", "", THROUGHPUT_HEADER]
+    lines = [f"Scale: {res['scale']}; maxEventsPerTrigger {res['max_events']:,}; minPartitions "
+             f"{res['min_partitions']} (throughput); latency trigger processingTime "
+             f"'{res['trigger']}'", "", THROUGHPUT_HEADER]
     lines += [_throughput_row(r) for r in res["throughput"]]
     lines += ["", "commit -> visible in Delta (one-row transactions)", "", LATENCY_HEADER]
     lines += [_latency_row(x) for x in res["latency"]]
@@ -454,15 +469,18 @@ def main(argv=None) -> dict:
                     default=os.environ.get("BENCH_E2E_SCALE", "small"))
     ap.add_argument("--workloads", default=DEFAULT_WORKLOADS,
                     help=f"comma-separated, of {','.join(KEY_OF)}")
-    ap.add_argument("--rates", help="latency: transactions/s, comma-separated (default: the scale's)")
+    ap.add_argument("--rates",
+                    help="latency: transactions/s, comma-separated (default: the scale's)")
     ap.add_argument("--max-events", type=int, help="maxEventsPerTrigger (default: the scale's)")
     ap.add_argument("--trigger", default="0 seconds", help="latency runs' processingTime trigger")
+    ap.add_argument("--min-partitions", type=int, default=1,
+                    help="minPartitions of the throughput runs (default 1)")
     ap.add_argument("--no-hand", action="store_true", help="skip the hand-written pipeline")
     ap.add_argument("--markdown", help="also write the tables to this file")
     args = ap.parse_args(argv)
     rates = [int(x) for x in args.rates.split(",")] if args.rates else None
     res = run(args.scale, args.workloads, rates, args.max_events, args.trigger,
-              hand=not args.no_hand)
+              hand=not args.no_hand, min_partitions=args.min_partitions)
     text = table(res)
     print()
     print(text)
