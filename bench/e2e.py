@@ -383,7 +383,7 @@ def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
                 out(f"start -> first batch in Delta: cold {res['start']['cold']:.2f} s, warm "
                     f"{res['start']['warm']:.2f} s (session {res['start']['session']:.1f} s)")
                 out(THROUGHPUT_HEADER)
-                for name in workloads.split(","):
+                for name in [w for w in workloads.split(",") if w not in ("", "none")]:
                     rows = cfg["rows"][name]
                     db, start_file, files = run_workload(server, name, rows,
                                                          os.path.join(work, "bl-" + name))
@@ -468,9 +468,10 @@ def main(argv=None) -> dict:
     ap.add_argument("--scale", choices=sorted(SCALES),
                     default=os.environ.get("BENCH_E2E_SCALE", "small"))
     ap.add_argument("--workloads", default=DEFAULT_WORKLOADS,
-                    help=f"comma-separated, of {','.join(KEY_OF)}")
+                    help=f"comma-separated, of {','.join(KEY_OF)} (none: latency and start only)")
     ap.add_argument("--rates",
-                    help="latency: transactions/s, comma-separated (default: the scale's)")
+                    help="latency: transactions/s, comma-separated (default: the scale's; "
+                         "none: no latency runs)")
     ap.add_argument("--max-events", type=int, help="maxEventsPerTrigger (default: the scale's)")
     ap.add_argument("--trigger", default="0 seconds", help="latency runs' processingTime trigger")
     ap.add_argument("--min-partitions", type=int, default=1,
@@ -478,7 +479,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--no-hand", action="store_true", help="skip the hand-written pipeline")
     ap.add_argument("--markdown", help="also write the tables to this file")
     args = ap.parse_args(argv)
-    rates = [int(x) for x in args.rates.split(",")] if args.rates else None
+    rates = None if not args.rates else [] if args.rates == "none" else [
+        int(x) for x in args.rates.split(",")]
     res = run(args.scale, args.workloads, rates, args.max_events, args.trigger,
               hand=not args.no_hand, min_partitions=args.min_partitions)
     text = table(res)

@@ -378,18 +378,18 @@ class DeltaUpserter:
         read; a fresh open replays the log since the last checkpoint every batch)."""
         from deltalake import DeltaTable
         from deltalake.exceptions import DeltaError
-        if not DeltaTable.is_deltatable(path, storage_options=self.storage_options):
-            self._handles.pop(path, None)       # removed since: created again by the MERGE
-            return None
         dt = self._handles.get(path)
-        if dt is not None:
-            try:
+        if dt is not None and ("://" in path or os.path.isdir(os.path.join(path, "_delta_log"))):
+            try:                                # (is_deltatable costs as much as an open)
                 dt.update_incremental()
                 return dt
             except (DeltaError, OSError):
                 pass
-        dt = self._handles[path] = DeltaTable(path, storage_options=self.storage_options)
-        return dt
+        self._handles.pop(path, None)           # removed since: created again by the MERGE
+        if DeltaTable.is_deltatable(path, storage_options=self.storage_options):
+            dt = self._handles[path] = DeltaTable(path, storage_options=self.storage_options)
+            return dt
+        return None
 
     def _table(self, db: str, name: str, refresh: bool = False) -> _Table:
         key = (db, name)
