@@ -154,7 +154,7 @@ def _query(spark, opts: dict, fn, ckpt: str, trigger: dict):
 
 def stream_to_delta(spark, conn, db, start_file, out, ckpt, max_events, min_partitions=1,
                     timeout=900.0):
-    """(changes, seconds, batches) of one availableNow run into Delta."""
+    """(changes, seconds, batches, seconds in triggers) of one availableNow run into Delta."""
     up = _upserter(conn, out, "bench-e2e")
     t = time.perf_counter()
     q = _query(spark, _options(conn, db, start_file, maxEventsPerTrigger=max_events,
@@ -167,7 +167,8 @@ def stream_to_delta(spark, conn, db, start_file, out, ckpt, max_events, min_part
     if q.exception() is not None:
         raise RuntimeError(f"query failed: {q.exception()}")
     progress = q.recentProgress
-    return sum(p["numInputRows"] for p in progress), dt, len(progress)
+    busy = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
+    return sum(p["numInputRows"] for p in progress), dt, len(progress), busy
 
 
 def start_time(spark, conn, work: str, tag: str) -> float:
@@ -346,9 +347,16 @@ def latency(spark, server, conn, work: str, rate: int, seconds: float, trigger: 
     up.close()
     c.close()
     lat = [visible[i] - committed[i] for i in range(1, n + 1) if i in visible]
+    costs = {}                                  # median ms per phase of the batches with rows
+    busy = [p["durationMs"] for p in q.recentProgress if p["numInputRows"]]
+    for k in ("triggerExecution", "latestOffset", "queryPlanning", "addBatch", "walCommit",
+              "commitOffsets"):
+        vals = sorted(d.get(k, 0) for d in busy)
+        costs[k] = vals[len(vals) // 2] if vals else float("nan")
     return {"rate": rate, "reached": reached, "rows": n, "seen": len(lat),
             "p50": _pct(lat, 50), "p95": _pct(lat, 95), "p99": _pct(lat, 99),
-            "max": max(lat, default=float("nan")), "batches": len(q.recentProgress)}
+            "max": max(lat, default=float("nan")), "batches": len(q.recentProgress),
+            "costs": costs}
 
 
 # --- the run -------------------------------------------------------------------------------------
@@ -388,11 +396,12 @@ def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
                     db, start_file, files = run_workload(server, name, rows,
                                                          os.path.join(work, "bl-" + name))
                     r = {"workload": name}
-                    n, dt, batches = stream_to_delta(spark, conn, db, start_file,
+                    n, dt, batches, busy = stream_to_delta(spark, conn, db, start_file,
                                                      os.path.join(work, "d-" + name),
                                                      os.path.join(work, "c-" + name), max_events,
                                                      min_partitions)
-                    r.update(changes=n, seconds=dt, rate=n / dt, batches=batches)
+                    r.update(changes=n, seconds=dt, rate=n / dt, batches=batches,
+                             sustained=n / busy if busy else float("nan"))
                     if decoder:
                         m = measure("tuples", files)
                         r["decoder_rate"] = m["rows"] / m["seconds"]
@@ -426,6 +435,7 @@ def _f(v, spec=",.0f"):
 def _throughput_row(r: dict) -> str:
     dec, hand = r.get("decoder_rate"), r.get("hand_rate")
     return (f"| {r['workload']} | {r['changes']:,} | {r['batches']} | {_f(r['rate'])} | "
+            f"{_f(r['sustained'])} | "
             f"{_f(dec)} | {_f(r['rate'] / dec if dec else None, '.3f')} | {_f(hand)} | "
             f"{_f(r['rate'] / hand if hand else None, '.2f')} |")
 
@@ -437,9 +447,10 @@ def _latency_row(x: dict) -> str:
 
 
 THROUGHPUT_HEADER = ("| workload | changes | batches | changes/s into Delta | "
+                     "changes/s in micro-batches (without query start) | "
                      "decoder alone rows/s | "
                      "e2e / decoder | hand-written (pmr -> pyarrow -> deltalake MERGE) changes/s | "
-                     "e2e / hand-written |\n|---|---:|---:|---:|---:|---:|---:|---:|")
+                     "e2e / hand-written |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 LATENCY_HEADER = ("| target rate | writer reached | transactions | p50 s | p95 s | p99 s | max s | "
                   "batches | kept up |\n|---|---:|---:|---:|---:|---:|---:|---:|---|")
 
@@ -452,6 +463,12 @@ def table(res: dict) -> str:
     lines += [_throughput_row(r) for r in res["throughput"]]
     lines += ["", "commit -> visible in Delta (one-row transactions)", "", LATENCY_HEADER]
     lines += [_latency_row(x) for x in res["latency"]]
+    if res["latency"]:
+        keys = list(res["latency"][0]["costs"])
+        lines += ["", "median ms per micro-batch with rows, latency runs (Spark's durationMs)", "",
+                  "| rate | " + " | ".join(keys) + " |", "|---" + "|---:" * len(keys) + "|"]
+        lines += [f"| {x['rate']:,}/s | " + " | ".join(_f(x["costs"][k]) for k in keys) + " |"
+                  for x in res["latency"]]
     s, m = res["start"], res["rss"]
     lines += ["", "| start -> first batch in Delta | seconds |\n|---|---:|",
               f"| cold (fresh session) | {s['cold']:.2f} |", f"| warm | {s['warm']:.2f} |",

@@ -48,7 +48,7 @@ def test_e2e_tiny_prints_complete_tables(tmp_path):
     # tiny scale: 2000 inserted rows, 2000 updated rows, 200 one-row transactions, all streamed
     assert [r[1] for r in thr] == ["2,000", "2,000", "200"]
     for r in thr:
-        assert len(r) == 8 and all(number.match(c) for c in r[1:]), r
+        assert len(r) == 9 and all(number.match(c) for c in r[1:]), r
         assert float(r[3].replace(",", "")) > 0
 
     lat = _rows(text, "| target rate |")
