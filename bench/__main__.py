@@ -3,6 +3,7 @@
     python -m bench [--rows 200000] [--workloads inserts,updates,...] [--no-spark]
                     [--markdown FILE]
     python -m bench snapshot [--rows 500000]      # initial snapshot: see bench.snapshot
+    python -m bench e2e [--scale small]           # stream -> Delta end to end: see bench.e2e
 
 Starts a private MariaDB (cdc.embedded), writes each workload into its own binlog files, then
 measures on those same files / that same stream: binlog-cdc to Python tuples and to Arrow
@@ -52,6 +53,9 @@ def main(argv=None):
     if argv[:1] == ["snapshot"]:
         from .snapshot import main as snapshot_main
         return snapshot_main(argv[1:])
+    if argv[:1] == ["e2e"]:
+        from .e2e import main as e2e_main
+        return e2e_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=200_000, help="rows per workload")

@@ -65,6 +65,7 @@ from cdc.replica.sql import SqlSession, connect
 
 from streaming.catalog import columns_from_server
 from streaming.json_images import NotFast, read_images, reader_schema
+from streaming.last_change import by_table, last_changes, last_truncate
 from streaming.schema import spark_column
 
 _DECODE = json.JSONDecoder(parse_float=Decimal).decode   # one decoder (json.loads makes one a call)
@@ -273,6 +274,7 @@ class DeltaUpserter:
         self.table_path = table_path or default_table_path
         self.storage_options = storage_options
         self._tables: dict[tuple[str, str], _Table] = {}
+        self._handles: dict[str, object] = {}      # path -> DeltaTable kept across batches
         self._lock = threading.Lock()
 
     # --- entry point -----------------------------------------------------------------------------
@@ -303,10 +305,12 @@ class DeltaUpserter:
     def __getstate__(self):  # picklable (Spark Connect runs foreachBatch in a server process)
         state = self.__dict__.copy()
         del state["_lock"]
+        state["_handles"] = {}
         return state
 
     def __setstate__(self, state) -> None:
         self.__dict__.update(state)
+        self.__dict__.setdefault("_handles", {})
         self._lock = threading.Lock()
 
     # --- internals -------------------------------------------------------------------------------
@@ -314,18 +318,9 @@ class DeltaUpserter:
     def _upsert(self, changes: pa.Table, batch_id: int) -> dict[str, int]:
         if changes.num_rows == 0:
             return {}
-        ops = changes.column("op").to_pylist()
-        dbs = changes.column("db").to_pylist()
-        tables = changes.column("table").to_pylist()
-        seqs = changes.column("seq").to_pylist()
         typed = pa.types.is_struct(changes.schema.field("after").type)
-        befores = changes.column("before").to_pylist()
-        afters = changes.column("after").to_pylist()
-        groups: dict[tuple[str, str], list[int]] = {}
-        for i, (d, t) in enumerate(zip(dbs, tables)):
-            groups.setdefault((d, t), []).append(i)
         done = {}
-        for (db, name), rows in groups.items():
+        for (db, name), part in by_table(changes):
             path = self.path(db, name)
             dt = self._open(path)
             if dt is not None:
@@ -335,16 +330,14 @@ class DeltaUpserter:
                              db, name, batch_id, applied)
                     done[f"{db}.{name}"] = 0
                     continue
-            rows.sort(key=seqs.__getitem__)
             # a TRUNCATE supersedes everything before it: only what follows the last one counts
-            cut = next((k for k in range(len(rows) - 1, -1, -1) if ops[rows[k]] == "t"), None)
+            cut = last_truncate(part)
             if cut is not None:
-                rows = rows[cut + 1:]
-                if not rows:
+                part = part.slice(cut + 1)
+                if not part.num_rows:
                     done[f"{db}.{name}"] = self._truncate(db, name, path, dt, batch_id)
                     continue
-            source = self._last_changes(db, name, [(ops[i], befores[i], afters[i], seqs[i])
-                                                   for i in rows], typed)
+            source = self._last_changes_of(db, name, part, typed)
             done[f"{db}.{name}"] = self._merge(db, name, path, dt, source, batch_id,
                                                truncate=cut is not None)
         return done
@@ -380,9 +373,22 @@ class DeltaUpserter:
                             storage_options=self.storage_options)
 
     def _open(self, path: str):
+        """The Delta table at *path* at its latest version, or None. The handle is kept across
+        batches and brought up to date in place (only the commits since the last batch are
+        read; a fresh open replays the log since the last checkpoint every batch)."""
         from deltalake import DeltaTable
+        from deltalake.exceptions import DeltaError
+        dt = self._handles.get(path)
+        if dt is not None and ("://" in path or os.path.isdir(os.path.join(path, "_delta_log"))):
+            try:                                # (is_deltatable costs as much as an open)
+                dt.update_incremental()
+                return dt
+            except (DeltaError, OSError):
+                pass
+        self._handles.pop(path, None)           # removed since: created again by the MERGE
         if DeltaTable.is_deltatable(path, storage_options=self.storage_options):
-            return DeltaTable(path, storage_options=self.storage_options)
+            dt = self._handles[path] = DeltaTable(path, storage_options=self.storage_options)
+            return dt
         return None
 
     def _table(self, db: str, name: str, refresh: bool = False) -> _Table:
@@ -391,10 +397,25 @@ class DeltaUpserter:
             self._tables[key] = _Table(db, name, self.columns(db, name))
         return self._tables[key]
 
-    def _last_changes(self, db: str, name: str, changes: list, typed: bool) -> pa.Table:
-        """The last change per primary key as an Arrow table: the table's columns + the op."""
+    def _last_changes_of(self, db: str, name: str, part: pa.Table, typed: bool) -> pa.Table:
+        """:meth:`_last_changes` of an Arrow table of one table's changes in ``seq`` order:
+        JSON images in Arrow compute (:mod:`streaming.last_change`) where they can be."""
         tbl = self._table(db, name)
         if not typed and tbl.read_schema is not None:
+            try:
+                return last_changes(part.column("op"), part.column("before"),
+                                    part.column("after"), tbl.schema, tbl.read_schema,
+                                    tbl.names, tbl.primary_key, OP_COLUMN)
+            except NotFast as e:
+                log.debug("%s.%s: per-value path (%s)", db, name, e)
+        rows = list(zip(*(part.column(c).to_pylist() for c in ("op", "before", "after", "seq"))))
+        return self._last_changes(db, name, rows, typed, fast=False)
+
+    def _last_changes(self, db: str, name: str, changes: list, typed: bool,
+                      fast: bool = True) -> pa.Table:
+        """The last change per primary key as an Arrow table: the table's columns + the op."""
+        tbl = self._table(db, name)
+        if fast and not typed and tbl.read_schema is not None:
             try:
                 return self._last_changes_fast(tbl, changes)
             except NotFast as e:
@@ -528,6 +549,7 @@ class DeltaUpserter:
         if dt is None:
             dt = DeltaTable.create(path, tbl.schema, mode="ignore", name=f"{db}.{name}",
                                    storage_options=self.storage_options)
+            self._handles[path] = dt
         else:
             merge_schema = self._check_schema(db, name, dt, tbl)
         predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in tbl.primary_key)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
@@ -41,23 +42,41 @@ def reader_schema(schema: pa.Schema) -> pa.Schema | None:
                       for f in schema])
 
 
-def read_images(texts: list[str], schema: pa.Schema, read_schema: pa.Schema,
+def _lines(arr: pa.Array) -> pa.Buffer:
+    """The texts of a string array (no nulls), each followed by a newline, as one buffer: no
+    Python string per image."""
+    joined = pc.binary_join_element_wise(arr, pa.scalar("", pa.string()), "\n")
+    if isinstance(joined, pa.ChunkedArray):
+        joined = joined.combine_chunks()
+    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32,
+                            count=len(joined) + 1, offset=joined.offset * 4)
+    return joined.buffers()[2][int(offsets[0]):int(offsets[-1])]
+
+
+def read_images(texts, schema: pa.Schema, read_schema: pa.Schema,
                 need: list[str]) -> pa.Table:
-    """The images *texts* (JSON objects) as a table of *schema*. Every image must hold the
-    columns *need* (an absent column reads as null, so presence is checked on the text: the
-    source writes ``"name": `` for every column an image holds)."""
-    if not texts:
+    """The images *texts* (JSON objects: a list of str, or an Arrow string array without
+    nulls) as a table of *schema*. Every image must hold the columns *need* (an absent column
+    reads as null, so presence is checked on the text: the source writes ``"name": `` for every
+    column an image holds)."""
+    if not len(texts):
         return schema.empty_table()
-    data = "\n".join(texts).encode("utf-8", "surrogatepass")
+    if isinstance(texts, (pa.Array, pa.ChunkedArray)):
+        arr = texts
+        if arr.null_count or not pa.types.is_string(arr.type):
+            raise NotFast("a null image or not a string array")
+        source = pa.BufferReader(_lines(arr))
+    else:
+        arr = pa.array(texts, pa.string())
+        source = io.BytesIO("\n".join(texts).encode("utf-8", "surrogatepass"))
     try:
-        table = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=1 << 26),
+        table = pj.read_json(source, read_options=pj.ReadOptions(block_size=1 << 26),
                              parse_options=pj.ParseOptions(explicit_schema=read_schema,
                                                            unexpected_field_behavior="error"))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise NotFast(str(e)) from None
     if table.num_rows != len(texts):
         raise NotFast("an image spans several lines")
-    arr = pa.array(texts, pa.string())
     for name in need:
         if not pc.all(pc.match_substring(arr, json.dumps(name) + ": ")).as_py():
             raise NotFast(f"an image lacks column {name}")

@@ -1,0 +1,513 @@
+"""python -m bench e2e: the pipeline a user runs, end to end, side by side in one run.
+
+    python -m bench e2e [--scale tiny|small|full] [--workloads inserts,updates,small_tx]
+                        [--rates 100,1000] [--max-events 100000] [--trigger "0 seconds"]
+                        [--markdown FILE]
+
+Starts a private MariaDB (cdc.embedded) and a ``local[2]`` Spark session and measures
+``readStream.format("binlog-cdc")`` -> ``foreachBatch(DeltaUpserter)``:
+
+* throughput: each workload (bench.workloads: inserts in 5000-row statements, one big UPDATE,
+  one-row transactions ``small_tx``; ``wide``/``json`` when asked) streamed ``availableNow``
+  with ``maxEventsPerTrigger`` into Delta; changes/s from ``start()`` to the query's end (warm
+  session). Side by side on the same binlog: ``decoder`` (bench decode's ``tuples`` path: the
+  binlog files -> decoded rows, no Spark, no Delta) and ``hand-written`` (what a user writes
+  instead: python-mysql-replication from the live server -> last change per key in a Python
+  dict -> pyarrow -> ``deltalake`` MERGE with the same predicates, one MERGE per
+  ``--max-events`` changes);
+* latency: a writer thread commits one-row transactions at a fixed rate and stamps each commit
+  time; a reader thread polls the Delta table and stamps when each row becomes visible; p50/p95/
+  p99 of the difference, the rate the writer reached and whether the pipeline kept up;
+* start: ``start()`` -> first micro-batch in Delta, on a fresh session (cold: Python workers not
+  started yet) and again on the same session (warm);
+* peak RSS, sampled every 0.1 s from /proc while Spark runs: the driver's Python process (this
+  one), the JVM, the Python workers (largest one and their sum).
+
+Scales: ``tiny`` (seconds; the tests), ``small`` (default, < 2 min), ``full`` (the issue's
+720,000 changes: 500k inserts, one 200k-row UPDATE, 20k one-row transactions; latency also at
+5,000 transactions/s). ``BENCH_E2E_SCALE`` sets the default scale. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+
+SCALES = {
+    "tiny": {"rows": {"inserts": 2000, "updates": 2000, "small_tx": 200, "wide": 500, "json": 500},
+             "rates": [100], "lat_seconds": 2.0, "max_events": 1000},
+    "small": {"rows": {"inserts": 60_000, "updates": 30_000, "small_tx": 2_000, "wide": 10_000,
+                       "json": 10_000},
+              "rates": [100, 1000], "lat_seconds": 6.0, "max_events": 100_000},
+    "full": {"rows": {"inserts": 500_000, "updates": 200_000, "small_tx": 20_000, "wide": 100_000,
+                      "json": 100_000},
+             "rates": [100, 1000, 5000], "lat_seconds": 20.0, "max_events": 100_000},
+}
+DEFAULT_WORKLOADS = "inserts,updates,small_tx"
+KEY_OF = {"inserts": "orders", "updates": "orders", "small_tx": "orders", "wide": "wide",
+          "json": "docs"}
+
+
+# --- RSS sampling --------------------------------------------------------------------------------
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    return kids
+
+
+def _cmd(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+class RssSampler:
+    """Peak RSS (MiB) of this process, the JVM it started and the JVM's Python workers."""
+
+    def __init__(self, interval: float = 0.1):
+        self.interval = interval
+        self.peak = {"driver": 0.0, "jvm": 0.0, "worker_max": 0.0, "workers_sum": 0.0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        me = os.getpid()
+        kids = _children()
+        jvms = [p for p in kids.get(me, []) if "java" in _cmd(p)]
+        workers, todo = [], list(jvms)
+        while todo:
+            p = todo.pop()
+            for c in kids.get(p, []):
+                todo.append(c)
+                if "python" in _cmd(c):
+                    workers.append(c)
+        rss = {"driver": _rss_kib(me) / 1024,
+               "jvm": sum(_rss_kib(p) for p in jvms) / 1024}
+        w = [_rss_kib(p) / 1024 for p in workers]
+        rss["worker_max"] = max(w, default=0.0)
+        rss["workers_sum"] = sum(w)
+        for k, v in rss.items():
+            self.peak[k] = max(self.peak[k], v)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def stop(self) -> dict:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+# --- the pipeline under test ---------------------------------------------------------------------
+
+
+def _options(conn: dict, db: str, start_file: str, start_pos: int = 4, **extra) -> dict:
+    opts = {"host": conn["host"], "port": str(conn["port"]), "user": conn["user"],
+            "password": conn["password"], "includeTables": f"{db}.*",
+            "startingPosition": json.dumps({"file": start_file, "pos": start_pos})}
+    opts.update({k: str(v) for k, v in extra.items()})
+    return opts
+
+
+def _upserter(conn: dict, root: str, app_id: str):
+    from streaming.delta import DeltaUpserter
+    return DeltaUpserter(root, host=conn["host"], port=conn["port"], user=conn["user"],
+                         password=conn["password"], app_id=app_id)
+
+
+def _query(spark, opts: dict, fn, ckpt: str, trigger: dict):
+    reader = spark.readStream.format("binlog-cdc")
+    for k, v in opts.items():
+        reader = reader.option(k, v)
+    return (reader.load().writeStream.foreachBatch(fn).option("checkpointLocation", ckpt)
+            .trigger(**trigger).start())
+
+
+def stream_to_delta(spark, conn, db, start_file, out, ckpt, max_events, min_partitions=1,
+                    timeout=900.0):
+    """(changes, seconds, batches, seconds in triggers) of one availableNow run into Delta."""
+    up = _upserter(conn, out, "bench-e2e")
+    t = time.perf_counter()
+    q = _query(spark, _options(conn, db, start_file, maxEventsPerTrigger=max_events,
+                               minPartitions=min_partitions), up, ckpt, {"availableNow": True})
+    if not q.awaitTermination(timeout):
+        q.stop()
+        raise RuntimeError(f"availableNow query did not stop in {timeout} s")
+    dt = time.perf_counter() - t
+    up.close()
+    if q.exception() is not None:
+        raise RuntimeError(f"query failed: {q.exception()}")
+    progress = q.recentProgress
+    busy = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
+    return sum(p["numInputRows"] for p in progress), dt, len(progress), busy
+
+
+def start_time(spark, conn, work: str, tag: str) -> float:
+    """Seconds from start() to the first micro-batch committed in Delta (one row waiting)."""
+    db = f"bench_start_{tag}"
+    server_exec = conn["_server"].execute
+    server_exec(f"DROP DATABASE IF EXISTS {db}")
+    server_exec(f"CREATE DATABASE {db}")
+    conn["_server"].flush_binary_logs()
+    start_file, _ = conn["_server"].current_position()
+    server_exec(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)")
+    server_exec(f"INSERT INTO {db}.t VALUES (1, 1)")
+    up = _upserter(conn, os.path.join(work, f"start-{tag}"), "bench-start")
+    done = threading.Event()
+
+    def fb(df, batch_id):
+        up(df, batch_id)
+        done.set()
+
+    t = time.perf_counter()
+    q = _query(spark, _options(conn, db, start_file), fb, os.path.join(work, f"ckpt-start-{tag}"),
+               {"availableNow": True})
+    ok = done.wait(300)
+    dt = time.perf_counter() - t
+    q.awaitTermination(60)
+    up.close()
+    if not ok or q.exception() is not None:
+        raise RuntimeError(f"start run failed: {q.exception()}")
+    return dt
+
+
+# --- the hand-written pipeline -------------------------------------------------------------------
+
+
+def hand_written(conn, db, table, start_file, out, max_events) -> tuple[int, float]:
+    """python-mysql-replication -> last change per key (a dict) -> pyarrow -> deltalake MERGE."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+    from streaming.delta import ServerColumns, arrow_schema
+    from cdc.replica.config import ReplicaConfig
+    cols = ServerColumns(ReplicaConfig(conn["host"], conn["port"], conn["user"], conn["password"]))
+    info = cols(db, table)      # the schema a user would write by hand: not timed
+    cols.close()
+    schema = arrow_schema(info.columns)
+    pk = info.primary_key
+    schema_op = schema.append(pa.field("_op", pa.string()))
+    pred = " AND ".join(f"t.`{k}` = s.`{k}`" for k in pk)
+    settings = {k: conn[k] for k in ("host", "port", "user", "password")}
+
+    t0 = time.perf_counter()
+    dt = DeltaTable.create(out, schema, mode="ignore")
+    last: dict = {}
+    n = pending = 0
+
+    def flush():
+        rows = [dict(v, _op=op) for op, v in last.values()]
+        src = pa.Table.from_pylist(rows, schema=schema_op)
+        (dt.merge(src, pred, source_alias="s", target_alias="t")
+         .when_matched_delete(predicate="s._op = 'd'")
+         .when_matched_update_all(predicate="s._op <> 'd'", except_cols=["_op"])
+         .when_not_matched_insert_all(predicate="s._op <> 'd'", except_cols=["_op"]).execute())
+        last.clear()
+
+    stream = BinLogStreamReader(connection_settings=settings, server_id=9998, blocking=False,
+                                resume_stream=True, log_file=start_file, log_pos=4,
+                                only_schemas=[db], only_tables=[table],
+                                only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent])
+    for ev in stream:
+        for row in ev.rows:
+            if isinstance(ev, WriteRowsEvent):
+                v, op = row["values"], "c"
+            elif isinstance(ev, UpdateRowsEvent):
+                b, v, op = row["before_values"], row["after_values"], "u"
+                old = tuple(b[k] for k in pk)
+                if old != tuple(v[k] for k in pk):
+                    last.pop(old, None)
+                    last[old] = ("d", b)
+            else:
+                v, op = row["values"], "d"
+            key = tuple(v[k] for k in pk)
+            last.pop(key, None)
+            last[key] = (op, v)
+        n += len(ev.rows)
+        pending += len(ev.rows)
+        if pending >= max_events:
+            flush()
+            pending = 0
+    stream.close()
+    if last:
+        flush()
+    return n, time.perf_counter() - t0
+
+
+# --- latency -------------------------------------------------------------------------------------
+
+
+def _pct(xs: list[float], p: float) -> float:
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def latency(spark, server, conn, work: str, rate: int, seconds: float, trigger: str,
+            max_events: int) -> dict:
+    """Commit -> visible in Delta at *rate* one-row transactions/s for *seconds*."""
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable
+    db = f"bench_lat_{rate}"
+    server.execute(f"DROP DATABASE IF EXISTS {db}")
+    server.execute(f"CREATE DATABASE {db}")
+    server.execute(f"CREATE TABLE {db}.ev (id BIGINT PRIMARY KEY, v INT)")
+    start_file, start_pos = server.current_position()
+    out = os.path.join(work, f"lat-{rate}")
+    up = _upserter(conn, out, "bench-lat")
+    q = _query(spark, _options(conn, db, start_file, start_pos, maxEventsPerTrigger=max_events),
+               up, os.path.join(work, f"ckpt-lat-{rate}"), {"processingTime": trigger})
+    path = os.path.join(out, db, "ev")
+    committed: dict[int, float] = {}
+    visible: dict[int, float] = {}
+    stop = threading.Event()
+    seen_files: set[str] = set()
+
+    def reader():
+        d, version = None, None
+        while not stop.is_set():
+            try:
+                if d is None:
+                    d = DeltaTable(path)        # one handle, brought up to date in place
+                else:
+                    d.update_incremental()
+            except Exception:        # noqa: BLE001 - not created yet
+                time.sleep(0.01)
+                continue
+            if d.version() != version:
+                now = time.time()
+                version = d.version()
+                adds = d.get_add_actions(flatten=True).column("path").to_pylist()
+                for f in adds:                  # only the files not read yet
+                    if f not in seen_files:
+                        seen_files.add(f)
+                        ids = pq.read_table(os.path.join(path, f), columns=["id"])
+                        for i in ids.column("id").to_pylist():
+                            visible.setdefault(i, now)
+            time.sleep(0.01)
+
+    c = server.connect(database=db)
+    c.autocommit(True)
+    cur = c.cursor()
+    cur.execute("INSERT INTO ev VALUES (0, 0)")          # warm: the first batch, not timed
+    committed[0] = time.time()
+    rt = threading.Thread(target=reader, daemon=True)
+    rt.start()
+    deadline = time.time() + 120
+    while 0 not in visible and time.time() < deadline and q.isActive:
+        time.sleep(0.01)
+    n = int(rate * seconds)
+    t0 = time.perf_counter()
+    for i in range(1, n + 1):
+        due = t0 + i / rate
+        wait = due - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+        cur.execute(f"INSERT INTO ev VALUES ({i}, {i})")
+        committed[i] = time.time()
+    reached = n / (time.perf_counter() - t0)
+    deadline = time.time() + max(30.0, seconds * 3)
+    while len(visible) < n + 1 and time.time() < deadline and q.isActive:
+        time.sleep(0.02)
+    stop.set()
+    rt.join()
+    q.stop()
+    up.close()
+    c.close()
+    lat = [visible[i] - committed[i] for i in range(1, n + 1) if i in visible]
+    costs = {}                                  # median ms per phase of the batches with rows
+    busy = [p["durationMs"] for p in q.recentProgress if p["numInputRows"]]
+    for k in ("triggerExecution", "latestOffset", "queryPlanning", "addBatch", "walCommit",
+              "commitOffsets"):
+        vals = sorted(d.get(k, 0) for d in busy)
+        costs[k] = vals[len(vals) // 2] if vals else float("nan")
+    return {"rate": rate, "reached": reached, "rows": n, "seen": len(lat),
+            "p50": _pct(lat, 50), "p95": _pct(lat, 95), "p99": _pct(lat, 99),
+            "max": max(lat, default=float("nan")), "batches": len(q.recentProgress),
+            "costs": costs}
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+
+def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
+        max_events: int | None = None, trigger: str = "0 seconds", hand: bool = True,
+        decoder: bool = True, min_partitions: int = 1, out=print) -> dict:
+    """Everything, in one run; returns {"throughput": [...], "latency": [...], "start": {...},
+    "rss": {...}} and prints the tables as it goes."""
+    from cdc.embedded import EmbeddedMariaDB
+
+    from .decode import measure
+    from .spark import session
+    from .workloads import run_workload
+
+    cfg = SCALES[scale]
+    rates = cfg["rates"] if rates is None else rates
+    max_events = max_events or cfg["max_events"]
+    work = tempfile.mkdtemp(prefix="bench-e2e-")
+    res: dict = {"scale": scale, "throughput": [], "latency": [], "start": {}}
+    try:
+        with EmbeddedMariaDB() as server:
+            conn = dict(server.cdc_params(), _server=server)
+            t = time.perf_counter()
+            spark = session()
+            res["start"]["session"] = time.perf_counter() - t
+            sampler = RssSampler()
+            try:
+                res["start"]["cold"] = start_time(spark, conn, work, "cold")
+                res["start"]["warm"] = start_time(spark, conn, work, "warm")
+                out(f"start -> first batch in Delta: cold {res['start']['cold']:.2f} s, warm "
+                    f"{res['start']['warm']:.2f} s (session {res['start']['session']:.1f} s)")
+                out(THROUGHPUT_HEADER)
+                for name in [w for w in workloads.split(",") if w not in ("", "none")]:
+                    rows = cfg["rows"][name]
+                    db, start_file, files = run_workload(server, name, rows,
+                                                         os.path.join(work, "bl-" + name))
+                    r = {"workload": name}
+                    n, dt, batches, busy = stream_to_delta(spark, conn, db, start_file,
+                                                     os.path.join(work, "d-" + name),
+                                                     os.path.join(work, "c-" + name), max_events,
+                                                     min_partitions)
+                    r.update(changes=n, seconds=dt, rate=n / dt, batches=batches,
+                             sustained=n / busy if busy else float("nan"))
+                    if decoder:
+                        m = measure("tuples", files)
+                        r["decoder_rate"] = m["rows"] / m["seconds"]
+                    if hand:
+                        hn, ht = hand_written(conn, db, KEY_OF[name], start_file,
+                                              os.path.join(work, "h-" + name), max_events)
+                        r["hand_rate"] = hn / ht
+                        r["hand_changes"] = hn
+                    res["throughput"].append(r)
+                    out(_throughput_row(r))
+                out(LATENCY_HEADER)
+                for rate in rates:
+                    lat = latency(spark, server, conn, work, rate, cfg["lat_seconds"], trigger,
+                                  max_events)
+                    res["latency"].append(lat)
+                    out(_latency_row(lat))
+            finally:
+                res["rss"] = sampler.stop()
+                spark.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    res["trigger"], res["max_events"] = trigger, max_events
+    res["min_partitions"] = min_partitions
+    return res
+
+
+def _f(v, spec=",.0f"):
+    return "n/a" if v is None or v != v else format(v, spec)
+
+
+def _throughput_row(r: dict) -> str:
+    dec, hand = r.get("decoder_rate"), r.get("hand_rate")
+    return (f"| {r['workload']} | {r['changes']:,} | {r['batches']} | {_f(r['rate'])} | "
+            f"{_f(r['sustained'])} | "
+            f"{_f(dec)} | {_f(r['rate'] / dec if dec else None, '.3f')} | {_f(hand)} | "
+            f"{_f(r['rate'] / hand if hand else None, '.2f')} |")
+
+
+def _latency_row(x: dict) -> str:
+    kept = "yes" if x["seen"] == x["rows"] else f"no ({x['seen']}/{x['rows']})"
+    return (f"| {x['rate']:,}/s | {x['reached']:,.0f}/s | {x['rows']:,} | {x['p50']:.3f} | "
+            f"{x['p95']:.3f} | {x['p99']:.3f} | {x['max']:.3f} | {x['batches']} | {kept} |")
+
+
+THROUGHPUT_HEADER = ("| workload | changes | batches | changes/s into Delta | "
+                     "changes/s in micro-batches (without query start) | "
+                     "decoder alone rows/s | "
+                     "e2e / decoder | hand-written (pmr -> pyarrow -> deltalake MERGE) changes/s | "
+                     "e2e / hand-written |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+LATENCY_HEADER = ("| target rate | writer reached | transactions | p50 s | p95 s | p99 s | max s | "
+                  "batches | kept up |\n|---|---:|---:|---:|---:|---:|---:|---:|---|")
+
+
+def table(res: dict) -> str:
+    """The results as markdown tables."""
+    lines = [f"Scale: {res['scale']}; maxEventsPerTrigger {res['max_events']:,}; minPartitions "
+             f"{res['min_partitions']} (throughput); latency trigger processingTime "
+             f"'{res['trigger']}'", "", THROUGHPUT_HEADER]
+    lines += [_throughput_row(r) for r in res["throughput"]]
+    lines += ["", "commit -> visible in Delta (one-row transactions)", "", LATENCY_HEADER]
+    lines += [_latency_row(x) for x in res["latency"]]
+    if res["latency"]:
+        keys = list(res["latency"][0]["costs"])
+        lines += ["", "median ms per micro-batch with rows, latency runs (Spark's durationMs)", "",
+                  "| rate | " + " | ".join(keys) + " |", "|---" + "|---:" * len(keys) + "|"]
+        lines += [f"| {x['rate']:,}/s | " + " | ".join(_f(x["costs"][k]) for k in keys) + " |"
+                  for x in res["latency"]]
+    s, m = res["start"], res["rss"]
+    lines += ["", "| start -> first batch in Delta | seconds |\n|---|---:|",
+              f"| cold (fresh session) | {s['cold']:.2f} |", f"| warm | {s['warm']:.2f} |",
+              "", "| peak RSS (MiB) | driver Python | JVM | largest Python worker | "
+                  "Python workers summed |\n|---|---:|---:|---:|---:|",
+              f"| | {m['driver']:.0f} | {m['jvm']:.0f} | {m['worker_max']:.0f} | "
+              f"{m['workers_sum']:.0f} |"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(prog="python -m bench e2e", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", choices=sorted(SCALES),
+                    default=os.environ.get("BENCH_E2E_SCALE", "small"))
+    ap.add_argument("--workloads", default=DEFAULT_WORKLOADS,
+                    help=f"comma-separated, of {','.join(KEY_OF)} (none: latency and start only)")
+    ap.add_argument("--rates",
+                    help="latency: transactions/s, comma-separated (default: the scale's; "
+                         "none: no latency runs)")
+    ap.add_argument("--max-events", type=int, help="maxEventsPerTrigger (default: the scale's)")
+    ap.add_argument("--trigger", default="0 seconds", help="latency runs' processingTime trigger")
+    ap.add_argument("--min-partitions", type=int, default=1,
+                    help="minPartitions of the throughput runs (default 1)")
+    ap.add_argument("--no-hand", action="store_true", help="skip the hand-written pipeline")
+    ap.add_argument("--markdown", help="also write the tables to this file")
+    args = ap.parse_args(argv)
+    rates = None if not args.rates else [] if args.rates == "none" else [
+        int(x) for x in args.rates.split(",")]
+    res = run(args.scale, args.workloads, rates, args.max_events, args.trigger,
+              hand=not args.no_hand, min_partitions=args.min_partitions)
+    text = table(res)
+    print()
+    print(text)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(text)
+    return res
+
+
+if __name__ == "__main__":
+    main()

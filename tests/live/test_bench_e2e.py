@@ -1,0 +1,64 @@
+"""``python -m bench e2e`` at tiny scale: it runs end to end (MariaDB, local Spark, Delta, the
+hand-written pipeline, the latency writer and reader) and prints tables of the right shape with
+every figure filled in. Timings are not checked (a benchmark, not a timed test)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("deltalake")
+pytest.importorskip("pymysqlreplication")
+
+pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _rows(text: str, header_start: str) -> list[list[str]]:
+    lines = text.splitlines()
+    i = next(k for k, line in enumerate(lines) if line.startswith(header_start))
+    out = []
+    for line in lines[i + 2:]:
+        if not line.startswith("|"):
+            break
+        out.append([c.strip() for c in line.strip("|").split("|")])
+    return out
+
+
+def test_e2e_tiny_prints_complete_tables(tmp_path):
+    md = tmp_path / "e2e.md"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-m", "bench", "e2e", "--scale", "tiny",
+                        "--workloads", "inserts,updates,small_tx", "--rates", "100",
+                        "--markdown", str(md)], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=400)
+    assert p.returncode == 0, p.stderr[-3000:]
+    text = md.read_text()
+    number = re.compile(r"^[0-9][0-9,]*(\.[0-9]+)?$")
+
+    thr = _rows(text, "| workload |")
+    assert [r[0] for r in thr] == ["inserts", "updates", "small_tx"]
+    # tiny scale: 2000 inserted rows, 2000 updated rows, 200 one-row transactions, all streamed
+    assert [r[1] for r in thr] == ["2,000", "2,000", "200"]
+    for r in thr:
+        assert len(r) == 9 and all(number.match(c) for c in r[1:]), r
+        assert float(r[3].replace(",", "")) > 0
+
+    lat = _rows(text, "| target rate |")
+    assert len(lat) == 1 and lat[0][0] == "100/s" and lat[0][2] == "200"
+    assert lat[0][-1] == "yes"                               # every row became visible
+    p50, p95, p99 = (float(lat[0][k]) for k in (3, 4, 5))
+    assert 0 < p50 <= p95 <= p99
+
+    start = _rows(text, "| start -> first batch")
+    assert [r[0] for r in start] == ["cold (fresh session)", "warm"]
+    assert all(float(r[1]) > 0 for r in start)
+    rss = _rows(text, "| peak RSS")
+    assert len(rss) == 1 and all(float(c) > 0 for c in rss[0][1:])

@@ -1,0 +1,135 @@
+"""streaming.last_change (the last change per key in Arrow compute) gives the same table, row
+for row and in the same order, as the dict walk it replaces (DeltaUpserter._last_changes_fast,
+itself checked against the per-value path in test_delta_fast_path), for random change sequences
+with key changes, deletes and re-inserts, on a one-column and a two-column key; and
+json_images.read_images reads an Arrow string array (sliced too) as it reads the list."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pytest.importorskip("pyspark")
+
+from cdc.binlog.constants import ColumnType as T  # noqa: E402
+from cdc.values.render import row_json  # noqa: E402
+from streaming.delta import OP_COLUMN, DeltaUpserter, TableInfo  # noqa: E402
+from streaming.json_images import NotFast, read_images  # noqa: E402
+from streaming.last_change import last_changes  # noqa: E402
+
+from test_delta_fast_path import COLUMNS, NAMES, _changes, _col, _row  # noqa: E402
+
+
+def _arrow(changes):
+    ops, befores, afters, _seqs = zip(*changes)
+    return (pa.array(ops, pa.string()), pa.array(befores, pa.string()),
+            pa.array(afters, pa.string()))
+
+
+def _vectorised(tbl, changes):
+    return last_changes(*_arrow(changes), tbl.schema, tbl.read_schema, tbl.names,
+                        tbl.primary_key, OP_COLUMN)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_same_table_as_the_dict_walk(seed):
+    up = DeltaUpserter("/nonexistent", app_id="t",
+                       columns=lambda db, table: TableInfo(COLUMNS, ["id"]))
+    tbl = up._table("db", "t")
+    changes = _changes(seed, 300)
+    new = _vectorised(tbl, changes)
+    old = up._last_changes_fast(tbl, changes)
+    assert new.schema == old.schema
+    assert new.to_pylist() == old.to_pylist()         # same rows in the same order
+    assert new.num_rows == len({r["id"] for r in new.to_pylist()})
+
+
+KCOLS = [_col(0, "a", T.LONG, None), _col(1, "b", T.VARCHAR, 40, 45), _col(2, "v", T.LONG, None)]
+KNAMES = [c.name for c in KCOLS]
+
+
+def _composite(seed, n):
+    """Changes of a table keyed (a, b): few distinct keys, so keys move onto each other."""
+    rnd = random.Random(seed)
+    live, out = {}, []
+    for i in range(n):
+        seq = "%012d" % i
+        r = rnd.random()
+        if not live or r < 0.3:
+            k = (rnd.randrange(4), rnd.choice("xy"))
+            live[k] = k + (i,)
+            out.append(("c", None, row_json(KNAMES, live[k]), seq))
+        elif r < 0.8:
+            k = rnd.choice(list(live))
+            old = live.pop(k)
+            nk = k if rnd.random() < 0.5 else (rnd.randrange(4), rnd.choice("xyz"))
+            live[nk] = nk + (i,)
+            out.append(("u", row_json(KNAMES, old), row_json(KNAMES, live[nk]), seq))
+        else:
+            k = rnd.choice(list(live))
+            out.append(("d", row_json(KNAMES, live.pop(k)), None, seq))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_composite_key_same_as_the_dict_walk_and_the_per_value_path(seed):
+    up = DeltaUpserter("/nonexistent", app_id="t",
+                       columns=lambda db, table: TableInfo(KCOLS, ["a", "b"]))
+    tbl = up._table("db", "t")
+    changes = _composite(seed, 60)
+    new = _vectorised(tbl, changes)
+    assert new.to_pylist() == up._last_changes_fast(tbl, changes).to_pylist()
+    tbl.read_schema, keep = None, tbl.read_schema
+    slow = up._last_changes("db", "t", changes, False)
+    key = lambda r: (r["a"], r["b"])                  # noqa: E731
+    assert sorted(new.to_pylist(), key=key) == sorted(slow.to_pylist(), key=key)
+    tbl.read_schema = keep
+
+
+def test_a_key_moved_away_then_back_in_one_batch():
+    up = DeltaUpserter("/nonexistent", app_id="t",
+                       columns=lambda db, table: TableInfo(KCOLS, ["a", "b"]))
+    tbl = up._table("db", "t")
+    j = lambda *r: row_json(KNAMES, r)                # noqa: E731
+    changes = [("c", None, j(1, "x", 1), "1"), ("u", j(1, "x", 1), j(2, "x", 2), "2"),
+               ("u", j(2, "x", 2), j(1, "x", 3), "3")]
+    got = {(r["a"], r["b"]): (r[OP_COLUMN], r["v"]) for r in _vectorised(tbl, changes).to_pylist()}
+    assert got == {(1, "x"): ("u", 3), (2, "x"): ("d", 2)}
+
+
+def test_a_delete_without_before_image_is_not_fast():
+    up = DeltaUpserter("/nonexistent", app_id="t",
+                       columns=lambda db, table: TableInfo(KCOLS, ["a", "b"]))
+    tbl = up._table("db", "t")
+    with pytest.raises(NotFast):
+        _vectorised(tbl, [("d", None, None, "1")])
+
+
+def test_read_images_takes_a_sliced_arrow_array_like_the_list():
+    up = DeltaUpserter("/nonexistent", app_id="t",
+                       columns=lambda db, table: TableInfo(COLUMNS, ["id"]))
+    tbl = up._table("db", "t")
+    rnd = random.Random(3)
+    texts = [row_json(NAMES, _row(rnd, k)) for k in range(20)]
+    arr = pa.array(texts, pa.string()).slice(5, 10)
+    got = read_images(arr, tbl.schema, tbl.read_schema, tbl.names)
+    assert got.equals(read_images(texts[5:15], tbl.schema, tbl.read_schema, tbl.names))
+    assert got.column("id").to_pylist() == list(range(5, 15))
+
+
+def test_by_table_splits_in_order_of_appearance_and_sorts_each_by_seq_stably():
+    from streaming.last_change import by_table, last_truncate
+    rows = [("db", "b", "3", "x"), ("db", "a", "2", "y"), ("db", "b", "1", "z"),
+            ("db2", "a", "5", "w"), ("db", "a", "2", "v"), ("db", "a", "0", "u")]
+    t = pa.table({k: pa.array(v, pa.string()) for k, v in
+                  zip(["db", "table", "seq", "op"], zip(*rows))})
+    got = [(key, part.column("seq").to_pylist(), part.column("op").to_pylist())
+           for key, part in by_table(t)]
+    assert got == [(("db", "b"), ["1", "3"], ["z", "x"]),
+                   (("db", "a"), ["0", "2", "2"], ["u", "y", "v"]),   # equal seqs keep order
+                   (("db2", "a"), ["5"], ["w"])]
+    ops = pa.table({"op": pa.array(["c", "t", "u", "t", "d", None], pa.string())})
+    assert last_truncate(ops) == 3
+    assert last_truncate(ops.slice(4)) is None
