@@ -107,3 +107,27 @@ def test_a_re_snapshot_is_a_snapshot_of_its_own_and_no_limit_uses_the_estimates(
     p.start(["d.b"])                                   # a signal: re-read d.b
     r = p.report()
     assert (r["tables"], r["tablesLeft"], r["rowsDone"], r["rows"]) == (1, 1, 0, 70)
+
+
+REPORT = {"tables": 3, "tablesDone": 1, "tablesLeft": 2, "table": "d.orders", "after": [500],
+          "chunks": 12, "chunksDone": 4, "rows": 3350, "rowsDone": 1050,
+          "rowsPerSecond": 150.0, "etaSeconds": 15.3, "done": False}
+
+
+def test_the_job_and_demo_lines_say_the_snapshot_progress():
+    import json
+
+    from streaming.apps.demo import snapshot_line
+    from streaming.apps.job import progress_line
+    p = {"batchId": 3, "numInputRows": 1000, "processedRowsPerSecond": 250.0,
+         "sources": [{"latestOffset": json.dumps({"snapshot": REPORT})}]}
+    assert progress_line(p) == ("batch 3: 1000 rows (250 rows/s); snapshot: tables 1/3, "
+                                "chunks 4/12, rows 1050/~3350, 150.0 rows/s, ETA 15 s")
+    assert snapshot_line(REPORT) == ("snapshot of d.orders: tables 1/3, chunks 4/12, rows "
+                                     "1,050/~3,350, 150 rows/s, ETA 15 s")
+    unknown = dict(REPORT, rowsPerSecond=None, etaSeconds=None)
+    assert snapshot_line(unknown).endswith("rows/s not known yet, ETA not known yet")
+    done = dict(REPORT, tablesDone=3, tablesLeft=0, rowsDone=3350, done=True)
+    assert snapshot_line(done) == ("snapshot done (tables 3/3, chunks 4/12, rows 3,350/~3,350), "
+                                   "the binlog next")
+    assert snapshot_line("done") == "snapshot done, the binlog next"
