@@ -13,8 +13,9 @@ the plan found them) and reports::
 
 * rows: a finished table counts the rows its batches held; the table in progress its rows up to
   the last key (counted on the server when the planner did not see them planned: a restarted
-  query); a table not started yet the server's estimate (``TABLE_ROWS``, :func:`estimated_rows`);
-  ``rows`` is never below ``rowsDone``.
+  query); a table not started yet the server's estimate (``TABLE_ROWS``, :func:`estimated_rows`),
+  counted exactly instead when the estimate is below *exact_below* rows (a cheap index count;
+  InnoDB's estimate of a new small table is often 0); ``rows`` is never below ``rowsDone``.
 * chunks: the tasks the batches are cut into (``chunkRows`` rows each, a batch's last chunk
   shorter; the last batch of a table ends with the table's tail chunk), done ones counted, the
   rest reckoned from the rows left.
@@ -61,8 +62,9 @@ class SnapshotProgress:
     """Progress of one snapshot as its batches are planned (see the module docstring).
 
     *estimate* ``() -> {"db.table": rows}`` gives the server's size estimates (asked once);
-    *count_done* ``(table, after) -> rows`` counts a table's rows up to a key (asked when the
-    planner resumes mid-table without having planned the rows before); *included*
+    *count_done* ``(table, after) -> rows`` counts a table's rows up to a key (None: all; asked
+    when the planner resumes mid-table without having planned the rows before, and for tables
+    estimated below *exact_below* rows); *included*
     ``() -> [db.table]`` lists the tables an initial snapshot reads (sorted), asked on such a
     resume to count the tables read before; *chunk_rows* and *batch_rows* (None: no limit) say
     how batches and chunks are cut."""
@@ -71,7 +73,7 @@ class SnapshotProgress:
 
     def __init__(self, estimate: Callable[[], dict], count_done: Callable[[str, list], int],
                  included: Callable[[], list], chunk_rows: int, batch_rows: int | None,
-                 clock=time.monotonic):
+                 clock=time.monotonic, exact_below: int = 100_000):
         self._estimate_fn = estimate
         self._estimates: dict | None = None
         self._count_done = count_done
@@ -79,6 +81,7 @@ class SnapshotProgress:
         self.chunk_rows = max(1, int(chunk_rows))
         self.batch_rows = batch_rows
         self._clock = clock
+        self.exact_below = exact_below
         self.scope: list[str] = []        # every table of this snapshot, in reading order
         self.exact: dict[str, int] = {}   # finished tables: their rows
         self.left: list[str] = []         # tables left (the first one in progress)
@@ -152,7 +155,10 @@ class SnapshotProgress:
             return self.exact[name]
         if self._estimates is None:
             self._estimates = dict(self._estimate_fn() or {})
-        return int(self._estimates.get(name, 0))
+        est = self._estimates.get(name, 0)
+        if isinstance(est, int) and est < self.exact_below:
+            est = self._estimates[name] = ("counted", self._count_done(name, None))
+        return int(est[1] if isinstance(est, tuple) else est)
 
     @property
     def rows_done(self) -> int:

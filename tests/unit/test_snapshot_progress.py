@@ -14,7 +14,8 @@ class Clock:
         return self.t
 
 
-def _progress(estimates, counted=None, included=(), chunk_rows=100, batch_rows=250):
+def _progress(estimates, counted=None, included=(), chunk_rows=100, batch_rows=250,
+              exact_below=0):
     clock = Clock()
     calls = []
 
@@ -22,7 +23,7 @@ def _progress(estimates, counted=None, included=(), chunk_rows=100, batch_rows=2
         calls.append((name, after))
         return counted[name]
     p = SnapshotProgress(lambda: dict(estimates), count_done, lambda: list(included),
-                         chunk_rows, batch_rows, clock=clock)
+                         chunk_rows, batch_rows, clock=clock, exact_below=exact_below)
     return p, clock, calls
 
 
@@ -131,3 +132,13 @@ def test_the_job_and_demo_lines_say_the_snapshot_progress():
     assert snapshot_line(done) == ("snapshot done (tables 3/3, chunks 4/12, rows 3,350/~3,350), "
                                    "the binlog next")
     assert snapshot_line("done") == "snapshot done, the binlog next"
+
+
+def test_tables_estimated_small_are_counted_once():
+    """InnoDB's estimate of a new small table is often 0: below exact_below rows, count."""
+    p, _clock, calls = _progress({"d.a": 0, "d.big": 5000}, counted={"d.a": 42},
+                                 exact_below=1000)
+    p.start(["d.a", "d.big"])
+    assert p.report()["rows"] == 42 + 5000
+    assert p.report()["rows"] == 42 + 5000
+    assert calls == [("d.a", None)]
