@@ -306,14 +306,17 @@ class ProgressPrinter:
 
     def poll(self, query) -> None:
         for p in self.batches.new(query):
-            self.last_lag = lag_of(p) or self.last_lag
+            report = lag_of(p)          # none: a batch replayed from the checkpoint on restart
+            self.last_lag = report or self.last_lag
             if not p["numInputRows"]:
                 continue
             self.rows += p["numInputRows"]
             lag = self.timed.lags.get(p["batchId"])
             self.printed += 1
             snap = self.last_lag.get("snapshot")
-            if isinstance(snap, dict) or snap == "done":   # the snapshot's, not the binlog's
+            if not report and isinstance(snap, dict):
+                where = "snapshot: a batch replayed from the checkpoint (no progress reported)"
+            elif isinstance(snap, dict) or snap == "done":   # the snapshot's, not the binlog's
                 where = snapshot_line(snap)
             else:
                 where = f"{self.last_lag.get('behindBytes', '?')} binlog bytes behind"

@@ -142,3 +142,31 @@ def test_tables_estimated_small_are_counted_once():
     assert p.report()["rows"] == 42 + 5000
     assert p.report()["rows"] == 42 + 5000
     assert calls == [("d.a", None)]
+
+
+def test_the_demo_does_not_repeat_a_stale_snapshot_report(capsys):
+    """A batch replayed from the checkpoint after a restart has no report of its own: the demo
+    says so instead of printing the previous batch's progress again."""
+    import json
+
+    from streaming.apps.demo import ProgressPrinter
+
+    class Timed:
+        lags: dict = {}
+
+    class Query:
+        def __init__(self, progress):
+            self.recentProgress = progress
+            self.id = "q"
+
+    def prog(batch, rows, report):
+        latest = json.dumps({"snapshot": report}) if report is not None else None
+        return {"batchId": batch, "numInputRows": rows, "sources": [{"latestOffset": latest}]}
+
+    printer = ProgressPrinter(Timed())
+    printer.poll(Query([prog(1, 1000, REPORT)]))
+    printer.poll(Query([prog(2, 1000, None)]))
+    lines = [line.split("] ", 1)[1] for line in capsys.readouterr().out.splitlines()]
+    assert lines[0].endswith("rows 1,050/~3,350, 150 rows/s, ETA 15 s")
+    assert lines[1].endswith("snapshot: a batch replayed from the checkpoint (no progress "
+                             "reported)")
