@@ -5,8 +5,9 @@
 Starts a private MariaDB, fills an ``orders`` table (BIGINT key, INT, DECIMAL, ENUM, VARCHAR,
 DATETIME(3)) and measures on that table:
 
-* ``reader``: binlog-cdc's chunk reader alone (:mod:`cdc.snapshot.reader`: consistent-snapshot
-  chunks, values converted to the binlog decoder's), no Spark, one process;
+* ``reader (mysqlclient)`` / ``reader (pymysql)``: binlog-cdc's chunk reader alone
+  (:mod:`cdc.snapshot.reader`: consistent-snapshot chunks, values converted to the binlog
+  decoder's) with each client library, no Spark, one process (mysqlclient only when installed);
 * ``spark->delta``: ``readStream.format("binlog-cdc")`` with ``startingPosition=snapshot``,
   availableNow, ``foreachBatch(DeltaUpserter)`` (query start to end; the session is warm);
 * ``hand-written``: what a user would write instead: PyMySQL ``SELECT *`` (unbuffered) ->
@@ -45,7 +46,7 @@ def _fill(server, rows: int) -> None:
             f"'2024-01-01 00:00:00.123' + INTERVAL seq SECOND FROM seq_1_to_{n}", database=DB)
 
 
-def _reader(conn: dict, chunk_rows: int) -> tuple[int, float]:
+def _reader(conn: dict, chunk_rows: int, client: str | None = None) -> tuple[int, float]:
     from cdc.replica.config import ReplicaConfig
     from cdc.replica.sql import connect
     from cdc.snapshot.plan import describe_table, next_bound
@@ -60,7 +61,7 @@ def _reader(conn: dict, chunk_rows: int) -> tuple[int, float]:
             cur.execute(sql, args)
             return cur.fetchall()
     table = describe_table(query, f"{DB}.orders")
-    snap = connect_for_snapshot(config)
+    snap = connect_for_snapshot(config, client)
     n, after = 0, None
     while True:
         upto = next_bound(query, table, after, chunk_rows)
@@ -128,6 +129,14 @@ def _hand_written(conn: dict, out: str) -> tuple[int, float]:
     return table.num_rows, time.perf_counter() - t0
 
 
+def _has_mysqlclient() -> bool:
+    try:
+        import MySQLdb  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench snapshot", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -147,12 +156,15 @@ def main(argv=None) -> None:
             _spark(spark, conn, os.path.join(work, "warm"), os.path.join(work, "warm-chk"),
                    args.chunk_rows)
             shutil.rmtree(os.path.join(work, "warm"), ignore_errors=True)
-            res = {
-                "reader": _reader(conn, args.chunk_rows),
+            res = {}
+            if _has_mysqlclient():
+                res["reader (mysqlclient)"] = _reader(conn, args.chunk_rows, "mysqlclient")
+            res.update({
+                "reader (pymysql)": _reader(conn, args.chunk_rows, "pymysql"),
                 "spark->delta": _spark(spark, conn, os.path.join(work, "delta"),
                                        os.path.join(work, "chk"), args.chunk_rows),
                 "hand-written": _hand_written(conn, os.path.join(work, "hand")),
-            }
+            })
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)

@@ -43,6 +43,7 @@ class Driver:
         self.available_now_end: Key | None = None
         self.status_sql: str | None = None   # the SHOW ... STATUS spelling the server knows
         self.snapshot_tables: dict = {}      # db.table -> SnapshotTable (streaming.snapshot)
+        self.snapshot_progress = None        # cdc.snapshot.progress.SnapshotProgress, in memory
 
     @property
     def where(self) -> str:

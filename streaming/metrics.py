@@ -19,7 +19,13 @@ query name, or its id when unnamed) and ``query_id``:
   and the server's end (summed over files);
 * ``binlog_cdc_behind_transactions`` (gauge): transactions known to lie in between;
 * ``binlog_cdc_rows_total`` (counter): row changes read (sum of the source's ``numInputRows``);
-* ``binlog_cdc_last_progress_timestamp_seconds`` (gauge): when the last progress was handled.
+* ``binlog_cdc_last_progress_timestamp_seconds`` (gauge): when the last progress was handled;
+* during an initial snapshot (``startingPosition=snapshot``) or a re-snapshot, its progress
+  (:mod:`cdc.snapshot.progress`): ``binlog_cdc_snapshot_tables_left``,
+  ``binlog_cdc_snapshot_tables{state="done"|"total"}``,
+  ``binlog_cdc_snapshot_chunks{state=...}``, ``binlog_cdc_snapshot_rows{state="done"|"total"}``
+  (total: rows read plus the server's estimate of the rest), ``binlog_cdc_snapshot_rows_per_second``
+  and ``binlog_cdc_snapshot_eta_seconds`` (NaN while unknown; 0 when done).
 
 The figures come from the JSON that the source reports as its ``latestOffset`` in the progress
 (``{"file", "pos", "behindBytes", "behindTransactions", "lagSeconds"}``); a source is recognised
@@ -119,8 +125,27 @@ class BinlogCdcMetricsListener(StreamingQueryListener):
                                           "snapshot (startingPosition=snapshot) has still to "
                                           "read, the one in progress included (0: done)",
                                           LABELS, registry=self.registry)
+        state = LABELS + ("state",)
+        self.snapshot_tables = Gauge(f"{ns}_snapshot_tables", "Tables of the snapshot: read "
+                                     "(state=done) and in all (state=total)", state,
+                                     registry=self.registry)
+        self.snapshot_chunks = Gauge(f"{ns}_snapshot_chunks", "Chunks (tasks) of the snapshot: "
+                                     "read (state=done) and in all, the rest estimated "
+                                     "(state=total)", state, registry=self.registry)
+        self.snapshot_rows = Gauge(f"{ns}_snapshot_rows", "Rows of the snapshot: read "
+                                   "(state=done) and in all, the tables not read yet by the "
+                                   "server's estimate (state=total)", state,
+                                   registry=self.registry)
+        self.snapshot_rate = Gauge(f"{ns}_snapshot_rows_per_second", "Snapshot rows read per "
+                                   "second over the last batches (NaN while unknown)", LABELS,
+                                   registry=self.registry)
+        self.snapshot_eta = Gauge(f"{ns}_snapshot_eta_seconds", "Estimated seconds until the "
+                                  "snapshot is read (NaN while unknown, 0 when done)", LABELS,
+                                  registry=self.registry)
         self._gauges = (self.lag_seconds, self.behind_bytes, self.behind_transactions,
-                        self.last_progress, self.snapshot_tables_left)
+                        self.last_progress, self.snapshot_tables_left, self.snapshot_rate,
+                        self.snapshot_eta)
+        self._state_gauges = (self.snapshot_tables, self.snapshot_chunks, self.snapshot_rows)
         self._lock = threading.Lock()
         self._labels: dict[str, tuple[str, str]] = {}   # query id -> label values
         self.events = 0                                  # progress events with a cdc source
@@ -159,12 +184,15 @@ class BinlogCdcMetricsListener(StreamingQueryListener):
         name = _get(progress, "name", None) or qid or "unnamed"
         labels = (str(name), qid)
         lag = behind = txs = snap_left = None
+        snaps = []
         rows = 0
         for src, d in reports:
             snap = d.get("snapshot")
             if snap is not None:        # snapshot progress: no binlog lag to report yet
                 left = snap.get("tablesLeft") if isinstance(snap, dict) else 0
                 snap_left = max(snap_left or 0, int(left or 0))
+                if isinstance(snap, dict):
+                    snaps.append(snap)
             n = _number(_get(src, "numInputRows", 0))
             rows += int(n) if n and n > 0 else 0
             # several binlog-cdc sources in one query: report the worst of them
@@ -186,6 +214,8 @@ class BinlogCdcMetricsListener(StreamingQueryListener):
             self.lag_seconds.labels(*labels).set(lag if lag is not None else math.nan)
             if snap_left is not None:
                 self.snapshot_tables_left.labels(*labels).set(snap_left)
+            if snaps:
+                self._snapshot(labels, snaps)
             if behind is not None:
                 self.behind_bytes.labels(*labels).set(behind)
             if txs is not None:
@@ -194,6 +224,30 @@ class BinlogCdcMetricsListener(StreamingQueryListener):
             self.last_progress.labels(*labels).set(time.time())
             self.events += 1
         return True
+
+    def _snapshot(self, labels: tuple, snaps: list) -> None:
+        """The snapshot gauges (several binlog-cdc sources: summed; the rate summed, the ETA
+        the longest)."""
+        for gauge, done, total in ((self.snapshot_tables, "tablesDone", "tables"),
+                                   (self.snapshot_chunks, "chunksDone", "chunks"),
+                                   (self.snapshot_rows, "rowsDone", "rows")):
+            for state, key in (("done", done), ("total", total)):
+                values = [_number(s.get(key)) for s in snaps]
+                if any(v is not None for v in values):
+                    gauge.labels(*labels, state).set(sum(v for v in values if v is not None))
+        rates = [_number(s.get("rowsPerSecond")) for s in snaps]
+        etas = [_number(s.get("etaSeconds")) for s in snaps]
+        self.snapshot_rate.labels(*labels).set(
+            math.nan if None in rates else sum(rates))
+        self.snapshot_eta.labels(*labels).set(math.nan if None in etas else max(etas))
+
+    def _remove_state(self, labels: tuple) -> None:
+        for g in self._state_gauges:
+            for state in ("done", "total"):
+                try:
+                    g.remove(*labels, state)
+                except KeyError:
+                    pass
 
     def forget(self, query_id: str) -> None:
         """Remove the gauges of a query (it terminated); its rows counter stays."""
@@ -205,6 +259,7 @@ class BinlogCdcMetricsListener(StreamingQueryListener):
                         g.remove(*labels)
                     except KeyError:
                         pass
+                self._remove_state(labels)
 
     def _remove(self, labels: tuple[str, str]) -> None:
         for m in (*self._gauges, self.rows):
@@ -212,6 +267,7 @@ class BinlogCdcMetricsListener(StreamingQueryListener):
                 m.remove(*labels)
             except KeyError:
                 pass
+        self._remove_state(labels)
 
     def samples(self) -> dict[str, float]:
         """``{"name{label=...}": value}`` of this listener's metrics (handy in tests/REPLs)."""

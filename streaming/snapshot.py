@@ -32,12 +32,14 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from cdc.binlog.tablemap import TableMap
 from cdc.errors import ConfigurationError
 from cdc.positions import Position
-from cdc.snapshot.plan import SnapshotTable, describe_table, list_tables, next_bound
+from cdc.snapshot.plan import (SnapshotTable, count_rows, describe_table, estimated_rows,
+                               list_tables, next_bound)
+from cdc.snapshot.progress import SnapshotProgress
 from cdc.snapshot.reader import SnapshotChunkReader, connect_for_snapshot
 
 from streaming.batches import BatchBuilder, record_batches
 
-__all__ = ["KEY", "in_snapshot", "initial_offset", "latest_offset", "partitions",
+__all__ = ["KEY", "in_snapshot", "initial_offset", "latest_offset", "partitions", "chunk_rows",
            "SnapshotChunk", "read_chunk", "progress", "SnapshotBatchReader"]
 
 log = logging.getLogger("binlog_cdc.spark")
@@ -86,6 +88,7 @@ def resnapshot_offset(driver, opts, position_offset: dict, tables) -> dict:
         if t not in known:
             log.warning("re-snapshot of %s asked for, but the server has no such table", t)
     log.info("re-snapshot of %s at %s", ", ".join(found) or "nothing", position_offset)
+    _progress(driver, opts).start(found)
     return _with(position_offset, found, None)
 
 
@@ -99,6 +102,7 @@ def initial_offset(driver, opts) -> dict:
                     "streaming from %s", p0)
     log.info("snapshot of %d table(s) from %s, then the binlog from %s", len(tables),
              opts.describe(), p0)
+    _progress(driver, opts).start(tables)
     return _with(p0.to_offset(), tables, None)
 
 
@@ -110,17 +114,54 @@ def _table(driver, opts, name: str) -> SnapshotTable:
     return t
 
 
+def chunk_rows(opts) -> int:
+    """Rows per chunk (task): ``snapshotChunkRows``, smaller when ``maxEventsPerTrigger`` makes
+    batches that would otherwise be one chunk: a batch is cut into at least
+    ``max(2, minPartitions)`` chunks, so that every core of a small cluster reads."""
+    rows = opts.snapshot_chunk_rows
+    if opts.max_events:
+        rows = min(rows, -(-opts.max_events // max(2, opts.min_partitions)))
+    return max(1, rows)
+
+
 def latest_offset(driver, opts, start: dict, max_rows: int | None) -> dict:
     """The end of the next snapshot batch: *max_rows* more rows of the current table (whole
-    chunks), the rest of the table, or -- without a limit -- the end of the snapshot."""
+    chunks), the rest of the table, or -- without a limit -- the end of the snapshot. The
+    batch is told to the driver's :class:`~cdc.snapshot.progress.SnapshotProgress`."""
     snap = start[KEY]
     tables, after = list(snap["tables"]), snap["after"]
     if max_rows is None:
-        return _with(start, [], None)
-    bound = next_bound(driver.query, _table(driver, opts, tables[0]), after, max_rows)
-    if bound is None:
-        return _with(start, tables[1:], None)
-    return _with(start, tables, bound)
+        end, rows = _with(start, [], None), None
+    else:
+        table = _table(driver, opts, tables[0])
+        bound = next_bound(driver.query, table, after, max_rows)
+        if bound is None:        # the table's tail: fewer than max_rows rows, counted
+            end, rows = _with(start, tables[1:], None), count_rows(driver.query, table, after)
+        else:
+            end, rows = _with(start, tables, bound), max_rows
+    p = _progress(driver, opts)
+    p.batch_rows = max_rows
+    p.planned(snap, end.get(KEY), rows)
+    return end
+
+
+def _progress(driver, opts) -> SnapshotProgress:
+    p = driver.snapshot_progress
+    if p is None:
+        def count_done(name, after):
+            return count_rows(driver.query, _table(driver, opts, name), None, after)
+        p = driver.snapshot_progress = SnapshotProgress(
+            lambda: estimated_rows(driver.query), count_done,
+            lambda: list_tables(driver.query, opts.table_filter()),
+            chunk_rows(opts), opts.max_events)
+    return p
+
+
+def progress(driver) -> dict | None:
+    """The snapshot's progress after the batch planned last (for the lag report; see
+    :mod:`cdc.snapshot.progress`), None before any."""
+    p = driver.snapshot_progress
+    return p.report() if p is not None and p.scope else None
 
 
 class SnapshotChunk(InputPartition):
@@ -152,10 +193,11 @@ def partitions(driver, opts, start: dict, end: dict) -> list[SnapshotChunk]:
             if upto is None:          # the end offset starts this table: nothing of it here
                 break
         table = _table(driver, opts, name)
+        rows = chunk_rows(opts)
         while True:
-            bound = next_bound(driver.query, table, after, opts.snapshot_chunk_rows, upto)
+            bound = next_bound(driver.query, table, after, rows, upto)
             chunks.append(SnapshotChunk(len(chunks), table, after, bound if bound else upto))
-            if bound is None:
+            if bound is None or bound == upto:     # no empty chunk after the batch's last key
                 break
             after = bound
         if upto is not None:
@@ -223,15 +265,6 @@ def read_chunk(opts, schema, typed_columns, chunk: SnapshotChunk) -> Iterator:
             log.info("%s: %d rows at %s", chunk, reader.rows, reader.position.position)
     finally:
         conn.close()
-
-
-def progress(offset: dict) -> dict | None:
-    """Snapshot progress for the lag report (None once the snapshot is over)."""
-    if not in_snapshot(offset):
-        return None
-    snap = offset[KEY]
-    return {"tablesLeft": len(snap["tables"]), "table": snap["tables"][0] if snap["tables"]
-            else None, "after": snap["after"]}
 
 
 class SnapshotBatchReader(DataSourceReader):

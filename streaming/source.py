@@ -342,7 +342,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         max_rows, max_bytes = self._limits(limit)
         if snapshot.in_snapshot(start):
             end = snapshot.latest_offset(d, self.opts, start, max_rows)
-            self._lag_report = {"snapshot": snapshot.progress(end) or "done"}
+            self._lag_report = {"snapshot": snapshot.progress(d)}
             return end
         s = d.offset(start)
         target = d.master_status().key

@@ -25,7 +25,8 @@ from cdc.errors import ConfigurationError
 from cdc.replica.metadata import ServerColumn, read_columns
 
 __all__ = ["SYSTEM_SCHEMAS", "SnapshotTable", "list_tables", "choose_key", "describe_table",
-           "encode_key", "decode_key", "range_condition", "next_bound", "quote_name"]
+           "encode_key", "decode_key", "range_condition", "next_bound", "count_rows",
+           "estimated_rows", "quote_name"]
 
 log = logging.getLogger("cdc.snapshot")
 
@@ -213,3 +214,24 @@ def next_bound(query: Query, table: SnapshotTable, after: Sequence | None,
            f"LIMIT 1 OFFSET {int(rows) - 1}")
     found = query(sql, args)
     return encode_key(found[0]) if found else None
+
+
+def count_rows(query: Query, table: SnapshotTable, after: Sequence | None,
+               upto: Sequence | None = None) -> int:
+    """How many rows lie in ``after < key <= upto`` now (an index range count; the whole table
+    for a table without a key)."""
+    where, args = range_condition(table.key, after, upto) if table.key else ("1=1", [])
+    found = query(f"SELECT COUNT(*) FROM {table.sql_name} WHERE {where}", args)
+    return int(found[0][0]) if found else 0
+
+
+_ROWS_SQL = ("SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_ROWS FROM information_schema.TABLES "
+             "WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ("
+             + ", ".join("'%s'" % s for s in SYSTEM_SCHEMAS) + ")")
+
+
+def estimated_rows(query: Query) -> dict[str, int]:
+    """``{"db.table": rows}``: the server's estimate of every table's size
+    (``information_schema.TABLES.TABLE_ROWS``: InnoDB's statistics, approximate; 0 when
+    unknown), one query for all tables."""
+    return {f"{schema}.{table}": int(rows or 0) for schema, table, rows in query(_ROWS_SQL, None)}

@@ -277,6 +277,21 @@ def lag_of(progress: dict) -> dict:
     return {}
 
 
+def snapshot_line(snap) -> str:
+    """A snapshot's progress report (:mod:`cdc.snapshot.progress`) in words."""
+    if not isinstance(snap, dict):
+        return "snapshot done, the binlog next"
+    rate, eta = snap.get("rowsPerSecond"), snap.get("etaSeconds")
+    counts = (f"tables {snap.get('tablesDone')}/{snap.get('tables')}, chunks "
+              f"{snap.get('chunksDone')}/{snap.get('chunks')}, rows {snap.get('rowsDone'):,}/"
+              f"~{snap.get('rows'):,}") if snap.get("rows") is not None else ""
+    if snap.get("done"):
+        return f"snapshot done ({counts}), the binlog next"
+    speed = f"{rate:,.0f} rows/s" if rate is not None else "rows/s not known yet"
+    left = f"ETA {eta:.0f} s" if eta is not None else "ETA not known yet"
+    return f"snapshot of {snap.get('table')}: {counts}, {speed}, {left}"
+
+
 class ProgressPrinter:
     """Prints each micro-batch with changes, once, across the live query and the drain (one
     running total): changes, total, lag, binlog bytes behind."""
@@ -291,18 +306,18 @@ class ProgressPrinter:
 
     def poll(self, query) -> None:
         for p in self.batches.new(query):
-            self.last_lag = lag_of(p) or self.last_lag
+            report = lag_of(p)          # none: a batch replayed from the checkpoint on restart
+            self.last_lag = report or self.last_lag
             if not p["numInputRows"]:
                 continue
             self.rows += p["numInputRows"]
             lag = self.timed.lags.get(p["batchId"])
             self.printed += 1
             snap = self.last_lag.get("snapshot")
-            if isinstance(snap, dict):            # the snapshot's progress, not the binlog's
-                where = (f"snapshot: {snap.get('table')} after key {snap.get('after')}, "
-                         f"{snap.get('tablesLeft')} table(s) left")
-            elif snap == "done":
-                where = "snapshot done, the binlog next"
+            if not report and isinstance(snap, dict):
+                where = "snapshot: a batch replayed from the checkpoint (no progress reported)"
+            elif isinstance(snap, dict) or snap == "done":   # the snapshot's, not the binlog's
+                where = snapshot_line(snap)
             else:
                 where = f"{self.last_lag.get('behindBytes', '?')} binlog bytes behind"
             say(f"batch {p['batchId']:>3}: {p['numInputRows']:>5} changes upserted "

@@ -273,8 +273,16 @@ def progress_line(p: dict) -> str:
         if isinstance(latest, dict):
             lag = latest
     rate = p.get("processedRowsPerSecond") or 0.0
-    return (f"batch {p.get('batchId')}: {p.get('numInputRows', 0)} rows ({rate:,.0f} rows/s); "
-            f"lag {lag.get('lagSeconds')} s, {lag.get('behindBytes')} bytes / "
+    head = f"batch {p.get('batchId')}: {p.get('numInputRows', 0)} rows ({rate:,.0f} rows/s); "
+    snap = lag.get("snapshot")
+    if isinstance(snap, dict):           # an initial snapshot or a re-snapshot is read
+        eta = snap.get("etaSeconds")
+        return (head + f"snapshot: tables {snap.get('tablesDone')}/{snap.get('tables')}, "
+                f"chunks {snap.get('chunksDone')}/{snap.get('chunks')}, rows "
+                f"{snap.get('rowsDone')}/~{snap.get('rows')}, "
+                f"{snap.get('rowsPerSecond')} rows/s, ETA "
+                f"{'?' if eta is None else f'{eta:.0f}'} s")
+    return (head + f"lag {lag.get('lagSeconds')} s, {lag.get('behindBytes')} bytes / "
             f"{lag.get('behindTransactions')} transactions behind")
 
 

@@ -236,3 +236,31 @@ def test_snapshot_progress_is_published():
     assert math.isnan(s["binlog_cdc_lag_seconds" + lbl])
     listener.update(_progress(qid, "snap", 100, {"snapshot": "done"}))
     assert listener.samples()["binlog_cdc_snapshot_tables_left" + lbl] == 0
+
+
+def test_snapshot_rows_chunks_rate_and_eta_are_published():
+    listener = BinlogCdcMetricsListener()
+    qid = str(uuid.uuid4())
+    lbl = f'query="snap",query_id="{qid}"'
+    listener.update(_progress(qid, "snap", 250, {"snapshot": {
+        "tables": 2, "tablesDone": 0, "tablesLeft": 2, "table": "d.a", "after": [250],
+        "chunks": 9, "chunksDone": 3, "rows": 670, "rowsDone": 250, "rowsPerSecond": None,
+        "etaSeconds": None, "done": False}}))
+    s = listener.samples()
+    assert s[f'binlog_cdc_snapshot_rows{{{lbl},state="done"}}'] == 250
+    assert s[f'binlog_cdc_snapshot_rows{{{lbl},state="total"}}'] == 670
+    assert s[f'binlog_cdc_snapshot_chunks{{{lbl},state="done"}}'] == 3
+    assert s[f'binlog_cdc_snapshot_chunks{{{lbl},state="total"}}'] == 9
+    assert s[f'binlog_cdc_snapshot_tables{{{lbl},state="total"}}'] == 2
+    assert math.isnan(s[f"binlog_cdc_snapshot_rows_per_second{{{lbl}}}"])
+    assert math.isnan(s[f"binlog_cdc_snapshot_eta_seconds{{{lbl}}}"])
+    listener.update(_progress(qid, "snap", 250, {"snapshot": {
+        "tables": 2, "tablesDone": 0, "tablesLeft": 2, "table": "d.a", "after": [500],
+        "chunks": 9, "chunksDone": 6, "rows": 670, "rowsDone": 500, "rowsPerSecond": 125.0,
+        "etaSeconds": 1.4, "done": False}}))
+    s = listener.samples()
+    assert s[f"binlog_cdc_snapshot_rows_per_second{{{lbl}}}"] == 125.0
+    assert s[f"binlog_cdc_snapshot_eta_seconds{{{lbl}}}"] == 1.4
+    assert s[f'binlog_cdc_snapshot_rows{{{lbl},state="done"}}'] == 500
+    listener.forget(qid)                      # a stopped query: its gauges go
+    assert not any("snapshot_rows" in k and qid in k for k in listener.samples())

@@ -1,6 +1,6 @@
 """Snapshot values (issue 14): a row read with a plain SELECT -- ``cdc.snapshot.values``'s
-``SESSION_SQL``, ``select_list`` and ``row_converter`` over a raw PyMySQL connection
-(``raw_connect_kwargs()``) -- is the row the binlog decoder gives for the same row: the same
+``SESSION_SQL``, ``select_list`` and ``row_converter`` over the chunk reader's connection
+(``connect_for_snapshot``, with each client library: PyMySQL and mysqlclient) -- is the row the binlog decoder gives for the same row: the same
 Python type and ``repr`` for every value, and the same JSON text (``row_json`` and the compiled
 renderers), for every column of the type matrix (:mod:`tests.support.type_matrix`), every
 character set of the server (every collation), a table of edge values of our own, and MariaDB's
@@ -17,7 +17,6 @@ from __future__ import annotations
 import random
 import struct
 
-import pymysql
 import pytest
 from conftest import start_or_skip
 
@@ -30,7 +29,8 @@ from cdc.replica.config import ReplicaConfig
 from cdc.replica.metadata import read_columns
 from cdc.replica.sql import fetch_rows
 from cdc.rows import backend
-from cdc.snapshot.values import SESSION_SQL, raw_connect_kwargs, row_converter, select_list
+from cdc.snapshot.reader import CLIENTS, connect_for_snapshot
+from cdc.snapshot.values import SESSION_SQL, row_converter, select_list
 from cdc.values.render import compile_json_renderer, row_json
 from tests.support import type_matrix as M
 
@@ -129,7 +129,8 @@ class World:
     def __init__(self, server, start, tables):
         self.server, self.start, self.tables = server, start, tables
         self.binlog: dict = {}      # decoder -> {table: (table-map columns, {id: after image})}
-        self.snapshot: dict = {}    # table -> (column defs, {id: converted row})
+        # client library -> {table: (column defs, {id: converted row})}
+        self.snapshot: dict = {c: {} for c in CLIENTS}
 
     def from_binlog(self, decoder: str) -> dict:
         if decoder not in self.binlog:
@@ -145,6 +146,28 @@ class World:
                     rows[c.after[0]] = c.after
             self.binlog[decoder] = out
         return self.binlog[decoder]
+
+
+def _read_snapshot(server, client: str, query, tables, out: dict) -> None:
+    """The tables read by *client*'s chunk connection (:func:`connect_for_snapshot`): session
+    settings SESSION_SQL has to undo first, then SESSION_SQL again."""
+    p = server.cdc_params()
+    raw = connect_for_snapshot(ReplicaConfig(p["host"], p["port"], p["user"], p["password"]),
+                               client)
+    try:
+        rc = raw.cursor()
+        rc.execute("SET SESSION sql_mode = 'PAD_CHAR_TO_FULL_LENGTH'")
+        rc.execute("SET SESSION time_zone = '+05:30'")
+        rc.execute("SET SESSION character_set_results = utf8mb4")
+        for stmt in SESSION_SQL:
+            rc.execute(stmt)
+        for t in tables:
+            defs = [s.column_def(i) for i, s in enumerate(read_columns(query, DB, t.name))]
+            rc.execute(f"SELECT {select_list(defs)} FROM `{DB}`.`{t.name}` ORDER BY 1")
+            convert = row_converter(defs)
+            out[t.name] = (defs, {r[0]: r for r in map(convert, rc.fetchall())})
+    finally:
+        raw.close()
 
 
 def _workload(server, tables_of) -> World:
@@ -168,21 +191,12 @@ def _workload(server, tables_of) -> World:
     def query(sql, args):
         return fetch_rows(conn, sql, args)
 
-    raw = pymysql.connect(**server.cdc_params(), **raw_connect_kwargs())
     try:
-        rc = raw.cursor()
-        rc.execute("SET SESSION sql_mode = 'PAD_CHAR_TO_FULL_LENGTH'")
-        rc.execute("SET SESSION time_zone = '+05:30'")
-        rc.execute("SET SESSION character_set_results = utf8mb4")
-        for stmt in SESSION_SQL:
-            rc.execute(stmt)
-        for t in tables:
-            defs = [s.column_def(i) for i, s in enumerate(read_columns(query, DB, t.name))]
-            rc.execute(f"SELECT {select_list(defs)} FROM `{DB}`.`{t.name}` ORDER BY 1")
-            convert = row_converter(defs)
-            w.snapshot[t.name] = (defs, {r[0]: r for r in map(convert, rc.fetchall())})
+        for client in CLIENTS:
+            if client == "mysqlclient" and not MYSQLCLIENT:
+                continue
+            _read_snapshot(server, client, query, tables, w.snapshot[client])
     finally:
-        raw.close()
         conn.close()
     return w
 
@@ -219,6 +233,21 @@ def _table_name(group: str) -> str:
     return "cs_" + group.removeprefix("charset-") if group.startswith("charset-") else group
 
 
+try:
+    import MySQLdb  # noqa: F401
+    MYSQLCLIENT = True
+except ImportError:
+    MYSQLCLIENT = False
+
+
+@pytest.fixture(params=CLIENTS)
+def client(request):
+    """The client library that read the snapshot side."""
+    if request.param == "mysqlclient" and not MYSQLCLIENT:
+        pytest.skip("mysqlclient is not installed")
+    return request.param
+
+
 @pytest.fixture(params=DECODERS)
 def decoder(request):
     if request.param == "c" and not backend.c_decoder_available():
@@ -227,24 +256,24 @@ def decoder(request):
 
 
 @pytest.mark.parametrize("group", GROUPS)
-def test_snapshot_row_equals_binlog_row(world, decoder, group):
+def test_snapshot_row_equals_binlog_row(world, decoder, client, group):
     name = _table_name(group)
     if name not in world.tables:
         pytest.skip(f"{group} is not in this server's SHOW CHARACTER SET")
-    _check_table(world, decoder, name)
+    _check_table(world, decoder, client, name)
 
 
 @pytest.mark.parametrize("name", ["old_fsp0", "old_fsp"])
-def test_old_temporal_formats(old_world, decoder, name):
-    _check_table(old_world, decoder, name)
+def test_old_temporal_formats(old_world, decoder, client, name):
+    _check_table(old_world, decoder, client, name)
     tmap_cols = old_world.from_binlog(decoder)[name][0]
     assert {c.type for c in tmap_cols[1:]} == {T.TIME, T.DATETIME, T.TIMESTAMP}   # not vacuous
 
 
-def _check_table(world, decoder, name):
+def _check_table(world, decoder, client, name):
     table = world.tables[name]
     tmap_cols, binlog = world.from_binlog(decoder)[name]
-    defs, snap = world.snapshot[name]
+    defs, snap = world.snapshot[client][name]
     names = [c.name for c in table.cols]
     assert len(binlog) == len(table.rows) and sorted(binlog) == sorted(snap), (
         f"rows: binlog {sorted(binlog)[:10]} snapshot {sorted(snap)[:10]}")
@@ -267,13 +296,13 @@ def _check_table(world, decoder, name):
     assert compile_json_renderer(tmap_cols, names)([binlog[k] for k in keys]) == want_json
 
 
-def test_the_matrix_is_not_vacuous(world, decoder):
+def test_the_matrix_is_not_vacuous(world, decoder, client):
     """Every table of the matrix reached both sides, with every column and non-NULL values of
     every column somewhere."""
     binlog = world.from_binlog(decoder)
-    assert set(binlog) == set(world.tables) == set(world.snapshot)
+    assert set(binlog) == set(world.tables) == set(world.snapshot[client])
     for name, table in world.tables.items():
-        rows = list(world.snapshot[name][1].values())
+        rows = list(world.snapshot[client][name][1].values())
         for i, col in enumerate(table.cols):
             if col.values or col.fill == "DEFAULT":
                 assert any(r[i] is not None for r in rows), (name, col.name)
