@@ -25,13 +25,14 @@ there is -- until a statement changes the table; that statement's version holds 
 from __future__ import annotations
 
 import bisect
+import json
 import logging
 import re
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 from cdc.errors import ConfigurationError, SchemaError
-from cdc.schema.columns import collation_of_name, safe_charset_collation
+from cdc.schema.columns import ServerColumn, collation_of_name, safe_charset_collation
 from cdc.schema.ddl import (ANSI_QUOTES, REAL_AS_FLOAT, AlterDatabase, AlterTable, CreateDatabase,
                             CreateIndex, CreateTable, DropDatabase, DropIndex, DropTables,
                             RenameTables, TableName, TruncateTable, Unparsed, ddl_head,
@@ -59,6 +60,7 @@ def point_key(file: str | None, pos: int | None) -> tuple:
 
 
 _BEGINNING = ("", -2, 0)
+_DROPPED = object()
 
 
 class Unknown(NamedTuple):
@@ -134,6 +136,10 @@ class SchemaHistory:
         self._seed_key = None
         self._seed_point = None
         self._applied = None         # key of the last statement applied (replays are skipped)
+        # the databases' default collations as seeded, then each statement's changes to them
+        # (key, {db: collation id, or _DROPPED}): ``databases`` as of a position (to_json)
+        self._db_base: dict = {}
+        self._db_changes: list = []
 
     # --- names ------------------------------------------------------------------------------
 
@@ -168,6 +174,7 @@ class SchemaHistory:
                 self._versions(db, table).put(start, schema)
         self._seed = seeded
         self.databases.update(databases or {})
+        self._db_base, self._db_changes = dict(self.databases), []
         self._seed_point = valid_from
         self._seed_key = point_key(*valid_from) if valid_from else None
         self.seeded = True
@@ -203,6 +210,23 @@ class SchemaHistory:
         """(db, table) of every table the history has followed."""
         return sorted(self._tables)
 
+    # --- persisting ---------------------------------------------------------------------------
+
+    def to_json(self, file: str | None = None, pos: int | None = None) -> dict:
+        """The history as of binlog position (*file*, *pos*) -- every followed table's version in
+        effect there, before any statement at that position (None: after everything applied,
+        past the seed point) --
+        as a JSON-able dict with a fixed key order and sorted tables: the same state always
+        gives the same text. :meth:`from_json` makes a history that continues from there."""
+        return _to_json(self, file, pos)
+
+    @classmethod
+    def from_json(cls, data, **kw) -> "SchemaHistory":
+        """A seeded history from :meth:`to_json`'s *data* (a dict or its JSON text); *kw* are
+        the constructor's arguments (``captures``, ``on_unparsed``, ``read_table``,
+        ``at_end``)."""
+        return _from_json(cls, data, **kw)
+
     # --- applying statements -----------------------------------------------------------------
 
     def apply_event(self, ev) -> list[str]:
@@ -234,6 +258,7 @@ class SchemaHistory:
         if stmt is None:
             return []
         ctx = _Statement(self, sql, schema, (file, pos), (file, end_pos), key, server_collation)
+        dbs = dict(self.databases)
         if isinstance(stmt, Unparsed):
             ctx.unparsed(stmt)      # on_unparsed_ddl="fail": SchemaError, not applied
         elif error_code:
@@ -242,6 +267,8 @@ class SchemaHistory:
         else:
             ctx.run(stmt)
         self._applied = key
+        if self.databases != dbs:
+            self._db_changes.append((key, _db_diff(dbs, self.databases)))
         changed = ctx.commit()
         if changed:
             self.statements_applied += 1
@@ -526,3 +553,98 @@ class _Statement:
             changed.append(f"{db}.{table}")
         return changed
 
+
+
+# --- persisting a history (a Spark offset, a task's partition, a file) ------------------------
+
+#: the version of :meth:`SchemaHistory.to_json`'s form
+STATE_FORMAT = 1
+
+
+def _table_json(state):
+    if state is None:
+        return None
+    if isinstance(state, Unknown):
+        return {"unknown": [state.since[0], state.since[1], state.reason]}
+    return {"columns": [[c.name, c.data_type, c.column_type, c.precision, c.collation,
+                         c.primary_key, c.numeric_precision, c.numeric_scale, c.octets,
+                         c.nullable, list(c.member_names) if c.member_names is not None else None]
+                        for c in state.columns],
+            "collation": state.collation, "primary_key": list(state.primary_key),
+            "unique_keys": [[n, [[c, p] for c, p in parts]] for n, parts in state.unique_keys],
+            "origin": state.origin}
+
+
+def _table_from_json(d):
+    if d is None:
+        return None
+    if "unknown" in d:
+        file, pos, reason = d["unknown"]
+        return Unknown((file, pos), reason)
+    cols = tuple(ServerColumn(c[0], c[1], c[2], c[3], c[4], bool(c[5]), c[6], c[7], c[8],
+                              bool(c[9]), tuple(c[10]) if c[10] is not None else None)
+                 for c in d["columns"])
+    return TableSchema(cols, d["collation"], tuple(d["primary_key"]),
+                       tuple((n, tuple((c, bool(p)) for c, p in parts))
+                             for n, parts in d["unique_keys"]), d["origin"])
+
+
+def _db_diff(before: dict, after: dict) -> dict:
+    return {d: after.get(d, _DROPPED) for d in sorted(set(before) | set(after))
+            if before.get(d, _DROPPED) != after.get(d, _DROPPED)}
+
+
+def _to_json(h: SchemaHistory, file: str | None, pos: int | None) -> dict:
+    key = point_key(file, pos) if file is not None else None
+    tables = []
+    for k in sorted(h._tables):
+        v = h._tables[k]
+        if key is None:
+            state, known = (v.states[-1], True) if v.states else (None, False)
+        else:
+            i = bisect.bisect_left(v.keys, key) - 1     # before any statement at the position
+            state, known = (v.states[i], True) if i >= 0 else (None, False)
+        if known:
+            tables.append([k[0], k[1], _table_json(state)])
+    databases = dict(h._db_base)
+    for at, changes in h._db_changes:
+        if key is None or at < key:
+            for db, coll in changes.items():
+                if coll is _DROPPED:
+                    databases.pop(db, None)
+                else:
+                    databases[db] = coll
+    out = {"format": STATE_FORMAT, "mariadb": bool(h.mariadb), "version": h.version,
+           "lower": int(h.lower),
+           "databases": [[db, coll] for db, coll in sorted(databases.items())],
+           "seed_point": list(h._seed_point) if h._seed_point else None,
+           "tables": tables}
+    if h._seed_key is not None and key is not None and key < h._seed_key:
+        # before the seed point, statements on tables read from information_schema are not
+        # followed exactly (see SchemaHistory): the seed comes back into effect at its point
+        out["seed"] = [[db, table, _table_json(s)] for (db, table), s in sorted(h._seed.items())]
+    return out
+
+
+def _from_json(cls, data, **kw) -> SchemaHistory:
+    if isinstance(data, (str, bytes)):
+        data = json.loads(data)
+    if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
+        raise ConfigurationError(f"not a schema history of format {STATE_FORMAT}: "
+                                 f"{str(data)[:200]!r}")
+    h = cls(**kw)
+    h.mariadb = bool(data["mariadb"])
+    h.version = data["version"]
+    h.lower = bool(data["lower"])
+    h.databases = {db: coll for db, coll in data["databases"]}
+    h._db_base = dict(h.databases)
+    for db, table, state in data["tables"]:
+        v = h._tables[(db, table)] = _Versions()
+        v.put(_BEGINNING, _table_from_json(state))
+    point = data.get("seed_point")
+    h._seed_point = tuple(point) if point else None
+    h._seed_key = point_key(*point) if point else None
+    h._seed = {(db, table): _table_from_json(s) for db, table, s in data.get("seed") or ()}
+    h.seeded = True
+    h.generation = 1
+    return h
