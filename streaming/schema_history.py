@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import logging
 
+from cdc.errors import BinlogPurgedError, CdcError
 from cdc.positions import Position, Start
 from cdc.replica.history_state import use_history
 from cdc.replica.protocol import parse_server_version
 from cdc.replica.seeding import HistorySource, read_collations
+from cdc.replica.sql import mysql_error
 from cdc.schema.history import SchemaHistory
 
 from streaming.options import SourceOptions
@@ -53,12 +55,21 @@ class StreamHistory:
 
     def __init__(self, opts: SourceOptions, query, status_sql=lambda: None):
         self.opts = opts
-        self.query = query
+        self._query = query
         self.status_sql = status_sql
         self.history: SchemaHistory | None = None
         self.fed_to: Position | None = None    # the driver's scans fed statements up to here
         self._source: HistorySource | None = None
         self.enabled = opts.replica_config().schema_history
+
+    def query(self, sql: str, args=None) -> list[tuple]:
+        """A statement on the driver's session, its errors as binlog-cdc's (what the seeding
+        expects: a server that refuses information_schema leaves the history empty)."""
+        import pymysql
+        try:
+            return self._query(sql, args)
+        except pymysql.err.MySQLError as e:
+            raise mysql_error(e, self.opts.replica_config()) from e
 
     # --- making, seeding, restoring ---------------------------------------------------------
 
@@ -112,7 +123,10 @@ class StreamHistory:
         h = SchemaHistory.from_json(state, captures=src.config.table_filter,
                                     on_unparsed=src.config.on_unparsed_ddl,
                                     read_table=src.read_table, at_end=src.at_end)
-        h.collations.update(read_collations(self.query))
+        try:
+            h.collations.update(read_collations(self.query))
+        except CdcError as e:       # names of collations binlog-cdc knows still work
+            log.warning("the server's collations could not be read (%s)", e)
         self.history = src.history = h
         self.fed_to = at
         log.info("schema history restored from the offset at %s (%d table(s))", at,
@@ -147,6 +161,12 @@ class StreamHistory:
                 at = at.after(tx.file, tx.end_pos, tx.gtid)
                 if at.key >= to.key:
                     break
+        except BinlogPurgedError as e:
+            if self.opts.fail_on_data_loss:
+                raise
+            log.warning("the schema history cannot follow the DDL of lost binlogs (%s): tables "
+                        "changed there may be decoded with their earlier shape", e)
+            at = to
         finally:
             client.close()
         self.scanned(at)

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import shlex
 import sys
 
 from cdc.binlog.transactions import TableFilter
 from cdc.cli.args import (add_connection_arguments, add_start_arguments, config_from_args,
                           on_sigterm, patterns, start_from_args)
 from cdc.cli.changes import change_json
+from cdc.cli.schema_file import load_schema_file, save_schema_file
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import RetryPolicy
 from cdc.values.render import row_json
@@ -49,6 +51,11 @@ def add_tail_arguments(p: argparse.ArgumentParser) -> None:
                         "0 turns heartbeats off)")
     o.add_argument("--non-blocking", action="store_true",
                    help="exit at the end of the binlog instead of waiting for new changes")
+    o.add_argument("--schema-file", metavar="FILE",
+                   help="keep the schema history in FILE: written when tail stops (as of the "
+                        "position to resume from), read when it resumes from there -- rows "
+                        "before a DDL that ran meanwhile keep the columns of their time "
+                        "without binlog_row_metadata=FULL")
 
 
 def build_client(args) -> ReplicaClient:
@@ -117,6 +124,9 @@ def run_tail(args) -> int:
     """Stream and print until Ctrl-C/SIGTERM (exit 0), the end of the binlog with
     --non-blocking (exit 0), or an error (raised: the CLI prints it and exits 2)."""
     client = build_client(args)
+    schema_file = getattr(args, "schema_file", None)
+    if schema_file:
+        load_schema_file(schema_file, client, start_from_args(args))
     render = change_json if args.format == "jsonl" else change_text
     out = sys.stdout
     printed = True  # every transaction yielded so far was printed in full
@@ -133,7 +143,10 @@ def run_tail(args) -> int:
         # Interrupted in the middle of printing a transaction: resume before it.
         resume = client.position if printed else client.previous_position
         if resume is not None and (resume.mode != "file" or resume.file):
-            sys.stderr.write(f"binlog-cdc tail: stopped at {resume}; resume with: "
-                             f"{resume.cli_args()}\n")
+            how = resume.cli_args()
+            if schema_file and resume.file:
+                save_schema_file(schema_file, client, resume)
+                how += f" --schema-file {shlex.quote(schema_file)}"
+            sys.stderr.write(f"binlog-cdc tail: stopped at {resume}; resume with: {how}\n")
             sys.stderr.flush()
     return 0
