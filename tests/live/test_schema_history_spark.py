@@ -7,6 +7,11 @@ batch is replayed; the offset of a position is the same text every time it is ma
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -131,3 +136,60 @@ def test_full_metadata_offsets_without_ddl_carry_no_history(spark, mariadb, tmp_
     assert [after for _, after, _ in rows] == [{"id": 1, "a": "one"}, {"id": 2, "a": "two"}]
     offsets = _offsets(ckpt)
     assert offsets and not any('"schema"' in text for text in offsets.values())
+
+
+# --- tail --schema-file ------------------------------------------------------------------------
+
+_ROOT = Path(__file__).resolve().parents[2]
+_server_ids = iter(range(9301, 9400))
+
+
+def _tail(server, db, *args) -> tuple[int, list, str]:
+    """(exit code, the jsonl rows' (op, after), stderr) of ``tail --non-blocking``."""
+    params = server.cdc_params()
+    env = dict(os.environ, BINLOG_CDC_PASSWORD=params["password"], PYTHONPATH=str(_ROOT))
+    cmd = [sys.executable, "-m", "cdc", "tail", "--host", params["host"], "--port",
+           str(params["port"]), "--user", params["user"], "--server-id", str(next(_server_ids)),
+           "--non-blocking", "--format", "jsonl", "--tables", f"{db}.*", *args]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=_ROOT, timeout=120)
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    return r.returncode, [(x["op"], x["after"]) for x in rows], r.stderr
+
+
+def _resume_args(stderr: str) -> list[str]:
+    return shlex.split(stderr.split("resume with: ", 1)[1].strip())
+
+
+def test_tail_resumes_with_its_schema_file(nolog, tmp_path):
+    db = _database(nolog)
+    conn = nolog.connect(database=db)
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10))")
+    start = nolog.current_position()
+    cur.execute("INSERT INTO t VALUES (1, 'one')")
+    schema_file = tmp_path / "tail schema.json"
+    rc, rows, err = _tail(nolog, db, "--file", start[0], "--pos", str(start[1]),
+                          "--schema-file", str(schema_file))
+    assert (rc, rows) == (0, [("c", {"id": 1, "a": "one"})]), err
+    resume = _resume_args(err)
+    assert resume[-2:] == ["--schema-file", str(schema_file)] and schema_file.exists()
+
+    # tail is stopped: the column is renamed, with a row before and after
+    cur.execute("INSERT INTO t VALUES (2, 'two')")
+    cur.execute("ALTER TABLE t RENAME COLUMN a TO title")
+    cur.execute("INSERT INTO t VALUES (3, 'three')")
+    conn.close()
+    expected = [("c", {"id": 2, "a": "two"}), ("c", {"id": 3, "title": "three"})]
+
+    # without the file the history is today's information_schema: row 2 gets today's name,
+    # row 3 stops tail (the table is unknown between the ALTER and the seed's position)
+    rc, rows, err = _tail(nolog, db, *resume[:-2])
+    assert (rc, rows) == (2, [("c", {"id": 2, "title": "two"})]), err
+    rc, rows, err = _tail(nolog, db, *resume)
+    assert (rc, rows) == (0, expected), err
+
+    # the file is for the position tail printed: another start is refused, naming both
+    rc, rows, err = _tail(nolog, db, "--file", start[0], "--pos", str(start[1]),
+                          "--schema-file", str(schema_file))
+    assert rc == 2 and rows == [] and "holds the schema history at" in err, err
+    assert "Traceback" not in err
