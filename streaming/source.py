@@ -37,6 +37,10 @@ How a stream works
   transactions) is skipped, as ``COM_BINLOG_DUMP_GTID`` would skip it.
 * Purged binlogs: with ``failOnDataLoss=true`` (default) the query stops with an error naming
   the missing file; with ``false`` the purged range is skipped (a warning is logged).
+* The schema history (column names, charsets... of tables whose table maps lack them) is kept
+  by the driver, carried in the offsets and given to each chunk as of its start: a restarted
+  query decodes with the tables' shapes of its checkpoint's position
+  (:mod:`streaming.schema_history`).
 """
 
 from __future__ import annotations
