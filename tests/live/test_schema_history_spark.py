@@ -193,3 +193,28 @@ def test_tail_resumes_with_its_schema_file(nolog, tmp_path):
                           "--schema-file", str(schema_file))
     assert rc == 2 and rows == [] and "holds the schema history at" in err, err
     assert "Traceback" not in err
+
+
+def test_snapshot_start_seeds_the_history_at_p0(spark, nolog, tmp_path):
+    """startingPosition=snapshot: the history is read at the snapshot's P0 and kept in the
+    offsets from the first one on; a restart after an ALTER decodes the rows of before it with
+    their columns."""
+    db = _database(nolog)
+    conn = nolog.connect(database=db)
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10))")
+    cur.execute("INSERT INTO t VALUES (1, 'one')")
+    opts = dict(source_options(nolog, db, ("x", 4)), startingPosition="snapshot")
+    ckpt = tmp_path / "ckpt"
+    assert [(op, after) for op, after, _ in _rows(run_batches(spark, opts, ckpt))] == [
+        ("r", {"id": 1, "a": "one"})]
+    first = json.loads(_offsets(ckpt)[0])     # the end of the snapshot: P0
+
+    cur.execute("INSERT INTO t VALUES (2, 'two')")
+    cur.execute("ALTER TABLE t RENAME COLUMN a TO title")
+    cur.execute("INSERT INTO t VALUES (3, 'three')")
+    conn.close()
+    assert [(op, after) for op, after, _ in _rows(run_batches(spark, opts, ckpt))] == [
+        ("c", {"id": 2, "a": "two"}), ("c", {"id": 3, "title": "three"})]
+    assert [t[:2] for t in first["schema"]["tables"]] == [[db, "t"]]
+    assert first["schema"]["seed_point"] == [first["file"], first["pos"]]
