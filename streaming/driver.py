@@ -16,6 +16,7 @@ from cdc.replica.sql import SqlSession, binary_logs, binlog_status, connect
 
 from streaming.options import SourceOptions
 from streaming.planning import Boundary, Key
+from streaming.schema_history import StreamHistory
 
 log = logging.getLogger("binlog_cdc.spark")
 
@@ -44,6 +45,8 @@ class Driver:
         self.status_sql: str | None = None   # the SHOW ... STATUS spelling the server knows
         self.snapshot_tables: dict = {}      # db.table -> SnapshotTable (streaming.snapshot)
         self.snapshot_progress = None        # cdc.snapshot.progress.SnapshotProgress, in memory
+        # the stream's schema history (streaming.schema_history): in the offsets once in use
+        self.schema = StreamHistory(opts, self.query, lambda: self.status_sql)
 
     @property
     def where(self) -> str:

@@ -37,6 +37,10 @@ How a stream works
   transactions) is skipped, as ``COM_BINLOG_DUMP_GTID`` would skip it.
 * Purged binlogs: with ``failOnDataLoss=true`` (default) the query stops with an error naming
   the missing file; with ``false`` the purged range is skipped (a warning is logged).
+* The schema history (column names, charsets... of tables whose table maps lack them) is kept
+  by the driver, carried in the offsets and given to each chunk as of its start: a restarted
+  query decodes with the tables' shapes of its checkpoint's position
+  (:mod:`streaming.schema_history`).
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from cdc.binlog.gtid import GtidSet
 from cdc.binlog.transactions import TransactionAssembler
 from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
 from cdc.positions import Position, Start
+from cdc.replica.history_state import restore_history, use_history
 from cdc.replica.sql import binlog_status, connect, fetch_rows, resolve_start
 
 from streaming.batches import BatchBuilder, record_batches
@@ -233,10 +238,11 @@ class FileBatchReader(DataSourceReader):
 class BinlogChunk(InputPartition):
     """Read transactions of ``file`` from ``start`` to ``end`` (a transaction boundary, or the
     file size: up to the file's end). ``skip_gtids``: a MySQL GTID set whose transactions are
-    not delivered (the batch start's set; see :func:`streaming.planning.mysql_skip_set`)."""
+    not delivered (the batch start's set; see :func:`streaming.planning.mysql_skip_set`).
+    ``schema``: the stream's schema history as of ``start`` (None: not in use)."""
 
     def __init__(self, index: int, file: str, start: int, end: int, to_file_end: bool,
-                 skip_gtids: str | None = None):
+                 skip_gtids: str | None = None, schema: dict | None = None):
         super().__init__((file, start, end))
         self.index = index
         self.file = file
@@ -244,6 +250,7 @@ class BinlogChunk(InputPartition):
         self.end = end
         self.to_file_end = to_file_end
         self.skip_gtids = skip_gtids
+        self.schema = schema
 
     def __repr__(self) -> str:
         return f"BinlogChunk({self.index}, {self.file}, {self.start}..{self.end})"
@@ -283,12 +290,26 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # --- offsets ---------------------------------------------------------------------------
 
     def initialOffset(self) -> dict:
+        """Where the stream starts; the schema history is seeded there (see
+        :mod:`streaming.schema_history`)."""
+        d = self.driver
+        if self.opts.snapshot:
+            first = snapshot.initial_offset(d, self.opts)
+            p0 = d.offset(first)
+            d.schema.seed_at_start(p0)
+            out = d.schema.offset(p0)
+            if snapshot.KEY in first:
+                out[snapshot.KEY] = first[snapshot.KEY]
+            return out
+        start = self._start_position()
+        d.schema.seed_at_start(start)
+        return d.schema.offset(start)
+
+    def _start_position(self) -> Position:
         d = self.driver
         spec = self.opts.starting
-        if self.opts.snapshot:
-            return snapshot.initial_offset(d, self.opts)
         if spec.is_gtid:
-            return self._gtid_start(spec).to_offset()
+            return self._gtid_start(spec)
         if spec.kind == "file":
             logs = d.binary_logs()
             if spec.file not in {n for n, _ in logs}:
@@ -299,13 +320,13 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     raise err
                 log.warning("%s; starting at the oldest binlog the server has, %s:4 "
                             "(failOnDataLoss=false)", err, oldest)
-                return Position(oldest, 4, d.gtid_at_oldest(oldest)).to_offset()
-            return Position(spec.file, spec.pos, d.gtid_at(spec.file, spec.pos)).to_offset()
+                return Position(oldest, 4, d.gtid_at_oldest(oldest))
+            return Position(spec.file, spec.pos, d.gtid_at(spec.file, spec.pos))
         if spec.kind == "latest":
             end = d.master_status()
-            return Position(end.file, end.pos, d.gtid_at(end.file, end.pos, end.gtid)).to_offset()
+            return Position(end.file, end.pos, d.gtid_at(end.file, end.pos, end.gtid))
         first = resolve_start(d.query, spec, where=d.where)          # earliest
-        return Position(first.file, first.pos, d.gtid_at_oldest(first.file)).to_offset()
+        return Position(first.file, first.pos, d.gtid_at_oldest(first.file))
 
     def _gtid_start(self, spec: Start) -> Position:
         """The boundary where a GTID start begins: the first transaction the server sends for
@@ -345,6 +366,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._lag_report = {"snapshot": snapshot.progress(d)}
             return end
         s = d.offset(start)
+        d.schema.restore(start, s)
         target = d.master_status().key
         if d.available_now_end is not None:
             target = min(target, d.available_now_end)
@@ -356,8 +378,9 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._lag_report = lag_report(offset, d.server_end, d.binary_logs(), d.boundaries,
                                       d.scanned_to, time.time())
         if chosen is not None and chosen.signal:
-            return snapshot.resnapshot_offset(d, self.opts, offset.to_offset(), chosen.signal)
-        return offset.to_offset()
+            return snapshot.resnapshot_offset(d, self.opts, d.schema.offset(offset),
+                                              chosen.signal)
+        return d.schema.offset(offset)
 
     def _limits(self, limit: ReadLimit) -> tuple[int | None, int | None]:
         if isinstance(limit, ReadMaxRows):
@@ -388,6 +411,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             last = self._data_lost(last, logs)
             if last is None:
                 return
+        d.schema.feed(last, lambda at: replica_client(self.opts, at, self.opts.server_id))
         skip = mysql_skip_set(last)
         rows = sum(b.rows for b in d.boundaries)
         nbytes = sum(b.bytes for b in d.boundaries)
@@ -395,6 +419,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         cap_rows = None if max_rows is None else max_rows * SCAN_LOOKAHEAD
         cap_bytes = None if max_bytes is None else max_bytes * SCAN_LOOKAHEAD
         client = replica_client(self.opts, Start.at(last.file, last.pos), self.opts.server_id)
+        d.schema.attach(client)     # the scan follows the DDL into the stream's history
         t0 = time.monotonic()
         found = 0
         complete = True
@@ -425,6 +450,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             log.warning("data loss: %s; skipping", e)
         finally:
             client.close()
+        d.schema.scanned(at)
         if complete:
             d.scanned_to = target
         log.debug("scanned %d transactions from %s in %.2f s", found, last,
@@ -456,6 +482,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         s, e = d.offset(start), d.offset(end)
         if s.same_place(e) or s.key >= e.key:
             return []
+        d.schema.restore(start, s)
         logs = d.binary_logs()
         if s.file not in dict(logs):
             err = d.purged(s.file, logs, context=f"batch start {s}")
@@ -467,7 +494,11 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                              max_bytes_per_partition=self.opts.max_bytes_per_partition)
         skip = mysql_skip_set(s)
         skip_text = str(skip) if skip is not None else None     # a partition carries text
-        return [BinlogChunk(i, c.file, c.start, c.end, c.to_file_end, skip_text)
+        # each task gets the schema history as of its chunk's start (a replayed batch of a
+        # restarted query: the driver follows the batch's DDL first)
+        d.schema.feed(e, lambda at: replica_client(self.opts, at, self.opts.server_id))
+        return [BinlogChunk(i, c.file, c.start, c.end, c.to_file_end, skip_text,
+                            d.schema.state(c.file, c.start))
                 for i, c in enumerate(chunks)]
 
     def commit(self, end: dict) -> None:
@@ -504,8 +535,9 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         p = self.opts.retry
         start = Start.at(chunk.file, chunk.start)
         t0 = time.monotonic()
+        history: list = []      # the chunk's schema history, carried across the attempts
         for attempt in range(1, (p.max_attempts or 10) + 1):
-            at = yield from self._chunk_once(chunk, start)
+            at = yield from self._chunk_once(chunk, start, history)
             if at is None:
                 return
             if attempt >= (p.max_attempts or 10) or \
@@ -520,11 +552,16 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         raise CdcError(f"{chunk}: the binlog ended at {at} before the planned end "
                        f"{chunk.file}:{chunk.end}")
 
-    def _chunk_once(self, chunk: "BinlogChunk", start: Start):
+    def _chunk_once(self, chunk: "BinlogChunk", start: Start, history: list):
         """One dump for *chunk* from *start*: None when the chunk was read to its end, else the
-        position where the dump stopped short."""
+        position where the dump stopped short. *history*: [the schema history the chunk's
+        dumps follow, from the one the chunk carries] (empty until the first dump)."""
         opts = self.opts
         client = replica_client(opts, start, opts.server_id + 1 + chunk.index % MAX_CHUNKS)
+        if chunk.schema is not None:
+            if not history:
+                history.append(restore_history(client, chunk.schema))
+            use_history(client, history[0])
         skip = GtidSet.parse(chunk.skip_gtids) if chunk.skip_gtids else None
         reached = False
         try:

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import shlex
 import sys
 
 from cdc.binlog.transactions import TableFilter
 from cdc.cli.args import (add_connection_arguments, add_start_arguments, config_from_args,
                           on_sigterm, patterns, start_from_args)
 from cdc.cli.changes import change_json
+from cdc.cli.schema_file import load_schema_file, save_schema_file
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ON_UNPARSED_DDL, RetryPolicy
 from cdc.schema.changes import type_text
@@ -57,6 +59,11 @@ def add_tail_arguments(p: argparse.ArgumentParser) -> None:
                    help="a DDL statement on a shown table that binlog-cdc cannot parse: fail "
                         "(stop, the default), skip (keep the table's previous shape) or reseed "
                         "(read the table again from information_schema)")
+    o.add_argument("--schema-file", metavar="FILE",
+                   help="keep the schema history in FILE: written when tail stops (as of the "
+                        "position to resume from), read when it resumes from there -- rows "
+                        "before a DDL that ran meanwhile keep the columns of their time "
+                        "without binlog_row_metadata=FULL")
 
 
 def build_client(args) -> ReplicaClient:
@@ -144,6 +151,9 @@ def run_tail(args) -> int:
     """Stream and print until Ctrl-C/SIGTERM (exit 0), the end of the binlog with
     --non-blocking (exit 0), or an error (raised: the CLI prints it and exits 2)."""
     client = build_client(args)
+    schema_file = getattr(args, "schema_file", None)
+    if schema_file:
+        load_schema_file(schema_file, client, start_from_args(args))
     render = change_json if args.format == "jsonl" else change_text
     out = sys.stdout
     printed = True  # every transaction yielded so far was printed in full
@@ -160,7 +170,10 @@ def run_tail(args) -> int:
         # Interrupted in the middle of printing a transaction: resume before it.
         resume = client.position if printed else client.previous_position
         if resume is not None and (resume.mode != "file" or resume.file):
-            sys.stderr.write(f"binlog-cdc tail: stopped at {resume}; resume with: "
-                             f"{resume.cli_args()}\n")
+            how = resume.cli_args()
+            if schema_file and resume.file:
+                save_schema_file(schema_file, client, resume)
+                how += f" --schema-file {shlex.quote(schema_file)}"
+            sys.stderr.write(f"binlog-cdc tail: stopped at {resume}; resume with: {how}\n")
             sys.stderr.flush()
     return 0

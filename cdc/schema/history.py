@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import bisect
 import logging
-import re
-from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import Callable
 
 from cdc.errors import ConfigurationError, SchemaError
 from cdc.schema.changes import SchemaChange
@@ -37,7 +35,9 @@ from cdc.schema.ddl import (ANSI_QUOTES, REAL_AS_FLOAT, AlterDatabase, AlterTabl
                             CreateIndex, CreateTable, DropDatabase, DropIndex, DropTables,
                             RenameTables, TableName, TruncateTable, Unparsed, ddl_head,
                             parse_ddl)
+from cdc.schema.persist import db_diff, history_from_json, history_to_json
 from cdc.schema.tables import Diverged, TableSchema, Work, apply_actions, finish
+from cdc.schema.versions import BEGINNING, Unknown, Versions, point_key
 
 __all__ = ["SchemaHistory", "TableSchema", "Unknown", "point_key", "ON_UNPARSED_DDL"]
 
@@ -45,50 +45,6 @@ log = logging.getLogger("cdc.schema")
 
 #: what to do with a DDL statement that names a captured table but cannot be parsed
 ON_UNPARSED_DDL = ("fail", "skip", "reseed")
-
-_FILE_NUMBER = re.compile(r"^(.*?)(\d+)$")
-
-
-def point_key(file: str | None, pos: int | None) -> tuple:
-    """An ordering key of the binlog position (*file*, *pos*): files by their number."""
-    if file is None:
-        return ("", -1, pos or 0)
-    m = _FILE_NUMBER.match(file)
-    if m:
-        return (m.group(1), int(m.group(2)), pos or 0)
-    return (file, 0, pos or 0)
-
-
-_BEGINNING = ("", -2, 0)
-
-
-class Unknown(NamedTuple):
-    """A table whose shape the history does not know from ``since`` (file, position) on."""
-
-    since: tuple
-    reason: str
-
-    def describe(self) -> str:
-        return f"unknown since file {self.since[0]}, position {self.since[1]} ({self.reason})"
-
-
-@dataclass
-class _Versions:
-    keys: list = field(default_factory=list)
-    states: list = field(default_factory=list)
-
-    def at(self, key):
-        i = bisect.bisect_right(self.keys, key) - 1
-        return (self.states[i], True) if i >= 0 else (None, False)
-
-    def put(self, key, state) -> None:
-        i = bisect.bisect_left(self.keys, key)
-        if i < len(self.keys) and self.keys[i] == key:
-            self.states[i] = state
-        else:
-            self.keys.insert(i, key)
-            self.states.insert(i, state)
-
 
 class _Unsure(Exception):
     pass
@@ -130,7 +86,7 @@ class SchemaHistory:
         self.generation = 0          # bumped by every change: cheap "has anything changed?"
         self.seeded = False
         self.statements_applied = 0
-        self._tables: dict[tuple, _Versions] = {}
+        self._tables: dict[tuple, Versions] = {}
         self._seed: dict[tuple, TableSchema] = {}
         self._seed_key = None
         self._seed_point = None
@@ -138,6 +94,10 @@ class SchemaHistory:
         #: the :class:`~cdc.schema.changes.SchemaChange` records of the last statement applied
         #: (one per captured table it changed, in the order it changed them)
         self.last_changes: list[SchemaChange] = []
+        # the databases' default collations as seeded, then each statement's changes to them
+        # (key, {db: collation id, or DROPPED}): ``databases`` as of a position (to_json)
+        self._db_base: dict = {}
+        self._db_changes: list = []
 
     # --- names ------------------------------------------------------------------------------
 
@@ -157,10 +117,10 @@ class SchemaHistory:
         collation id}``). The tables' versions begin at the binlog's beginning the first time;
         a re-seed replaces every version from *at* (default: *valid_from*) on."""
         reseed = self.seeded
-        start = _BEGINNING
+        start = BEGINNING
         if reseed:
             point = at or valid_from
-            start = point_key(*point) if point else (self._applied or _BEGINNING)
+            start = point_key(*point) if point else (self._applied or BEGINNING)
         seeded = {self._key(*k): v for k, v in tables.items() if self.captured(*k)}
         if reseed:
             for versions in self._tables.values():
@@ -172,16 +132,17 @@ class SchemaHistory:
                 self._versions(db, table).put(start, schema)
         self._seed = seeded
         self.databases.update(databases or {})
+        self._db_base, self._db_changes = dict(self.databases), []
         self._seed_point = valid_from
         self._seed_key = point_key(*valid_from) if valid_from else None
         self.seeded = True
         self.generation += 1
 
-    def _versions(self, db: str | None, table: str) -> _Versions:
+    def _versions(self, db: str | None, table: str) -> Versions:
         key = self._key(db, table)
         v = self._tables.get(key)
         if v is None:
-            v = self._tables[key] = _Versions()
+            v = self._tables[key] = Versions()
         return v
 
     # --- lookups ------------------------------------------------------------------------------
@@ -206,6 +167,23 @@ class SchemaHistory:
     def tables(self) -> list[tuple]:
         """(db, table) of every table the history has followed."""
         return sorted(self._tables)
+
+    # --- persisting ---------------------------------------------------------------------------
+
+    def to_json(self, file: str | None = None, pos: int | None = None) -> dict:
+        """The history as of binlog position (*file*, *pos*) -- every followed table's version in
+        effect there, before any statement at that position (None: after everything applied,
+        past the seed point) --
+        as a JSON-able dict with a fixed key order and sorted tables: the same state always
+        gives the same text. :meth:`from_json` makes a history that continues from there."""
+        return history_to_json(self, file, pos)
+
+    @classmethod
+    def from_json(cls, data, **kw) -> "SchemaHistory":
+        """A seeded history from :meth:`to_json`'s *data* (a dict or its JSON text); *kw* are
+        the constructor's arguments (``captures``, ``on_unparsed``, ``read_table``,
+        ``at_end``)."""
+        return history_from_json(cls, data, **kw)
 
     # --- applying statements -----------------------------------------------------------------
 
@@ -240,6 +218,7 @@ class SchemaHistory:
         if stmt is None:
             return []
         ctx = _Statement(self, sql, schema, (file, pos), (file, end_pos), key, server_collation)
+        dbs = dict(self.databases)
         if isinstance(stmt, Unparsed):
             ctx.unparsed(stmt)      # on_unparsed_ddl="fail": SchemaError, not applied
         elif error_code:
@@ -248,6 +227,8 @@ class SchemaHistory:
         else:
             ctx.run(stmt)
         self._applied = key
+        if self.databases != dbs:
+            self._db_changes.append((key, db_diff(dbs, self.databases)))
         changed = ctx.commit()
         if changed:
             self.statements_applied += 1
@@ -609,4 +590,3 @@ class _Statement:
                 dict(columns_renamed) if own else {}, cols, key,
                 k in self.unsure_keys or isinstance(state, Unknown)))
         return out
-

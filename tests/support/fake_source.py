@@ -400,7 +400,7 @@ class FakeSource:
         # gtid_purged / gtid_executed follow the binlog unless given here
         self.variables = {"log_bin": "ON", "binlog_format": "ROW", "binlog_row_image": "FULL",
                           "binlog_checksum": "CRC32", "server_id": "1", "gtid_mode": "ON",
-                          "version": version}
+                          "binlog_row_metadata": "FULL", "version": version}
         self.variables.update(variables or {})
         self.grants = grants or ["GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `cdc`@`%`"]
         self.plans = list(plans or [])
