@@ -146,3 +146,17 @@ def test_a_history_saved_before_its_seed_point_keeps_the_seed():
 def test_not_a_saved_history():
     with pytest.raises(ConfigurationError, match="not a schema history"):
         SchemaHistory.from_json({"format": 99})
+
+
+def test_column_defaults_survive_the_round_trip():
+    """A restored history keeps each column's DEFAULT (schema-change records of later DDL carry
+    it; a Delta table gets it for its existing rows)."""
+    h = _seeded()
+    h.apply("ALTER TABLE t ADD COLUMN n INT NOT NULL DEFAULT 7, ADD COLUMN ts DATETIME "
+            "DEFAULT CURRENT_TIMESTAMP, ADD COLUMN s VARCHAR(3) DEFAULT 'a''b'",
+            schema="db", file=F, pos=10)
+    original = h.lookup("db", "t", F, 11)[0]
+    restored = SchemaHistory.from_json(json.loads(_text(h, 11))).lookup("db", "t", F, 11)[0]
+    assert [c.default for c in restored.columns] == [c.default for c in original.columns]
+    assert [c.default for c in original.columns][-3:] == [("num", "7"), ("expr", "CURRENT_TIMESTAMP"),
+                                                          ("str", "a'b")]
