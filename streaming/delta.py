@@ -64,6 +64,7 @@ from cdc.replica.config import ReplicaConfig
 from cdc.replica.sql import SqlSession, connect
 
 from streaming.catalog import columns_from_server
+from streaming.delta_schema import SCHEMA_CHANGE, apply_schema_changes
 from streaming.json_images import NotFast, read_images, reader_schema
 from streaming.schema import spark_column
 
@@ -279,6 +280,8 @@ class DeltaUpserter:
 
     def __call__(self, df, batch_id: int) -> None:
         wanted = ["op", "db", "table", "before", "after", "seq"]
+        if SCHEMA_CHANGE in df.columns:             # includeSchemaChanges: streaming.delta_schema
+            wanted.append(SCHEMA_CHANGE)
         missing = [c for c in wanted if c not in df.columns]
         if missing:
             raise ConfigurationError(f"DeltaUpserter: the DataFrame lacks the columns {missing}; "
@@ -286,7 +289,8 @@ class DeltaUpserter:
         self.upsert_arrow(df.select(*wanted).toArrow(), batch_id)
 
     def upsert_arrow(self, changes: pa.Table, batch_id: int) -> dict[str, int]:
-        """Upsert an Arrow table of changes (columns op, db, table, before, after, seq); returns
+        """Upsert an Arrow table of changes (columns op, db, table, before, after, seq, and
+        schema_change with schema-change records: :mod:`streaming.delta_schema`); returns
         ``{"db.table": rows merged}``, plus one for a truncate (0: skipped as already applied,
         or nothing to do)."""
         with self._lock:
@@ -312,6 +316,8 @@ class DeltaUpserter:
     # --- internals -------------------------------------------------------------------------------
 
     def _upsert(self, changes: pa.Table, batch_id: int) -> dict[str, int]:
+        if SCHEMA_CHANGE in changes.column_names:
+            changes = apply_schema_changes(self, changes, batch_id)
         if changes.num_rows == 0:
             return {}
         ops = changes.column("op").to_pylist()
@@ -378,6 +384,19 @@ class DeltaUpserter:
             empty = pa.schema(dt.schema().to_arrow()).empty_table()
             write_deltalake(path, empty, mode="append", commit_properties=props,
                             storage_options=self.storage_options)
+
+    # --- for streaming.delta_schema ----------------------------------------------------------------
+
+    def table_types(self, columns: list[ColumnDef]) -> tuple[pa.Schema, list]:
+        """The Delta (Arrow) schema of *columns* and each column's converter from JSON values."""
+        return arrow_schema(columns), [_from_json_value(c, delta_spark_type(c)) for c in columns]
+
+    def use_table(self, db: str, name: str, columns: list[ColumnDef], primary_key: list[str]):
+        """Read ``db.name``'s changes with this definition from now on (a schema change's)."""
+        self._tables[(db, name)] = _Table(db, name, TableInfo(columns, list(primary_key)))
+
+    def forget_table(self, db: str, name: str) -> None:
+        self._tables.pop((db, name), None)
 
     def _open(self, path: str):
         from deltalake import DeltaTable
