@@ -193,7 +193,7 @@ class _Step:
                 arr = data.column(src)
                 if arr.type != field.type:
                     try:
-                        arr = pc.cast(arr, field.type, safe=True)
+                        arr = _cast(arr, field.type)
                     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
                         raise SchemaError(
                             f"DeltaUpserter: {where}: the DDL {self.shape.record.get('ddl')!r} "
@@ -209,6 +209,17 @@ class _Step:
                 v = None if v is None else self.shape.conv[j](v)
                 arrays.append(pa.array([v] * data.num_rows, type=field.type))
         return pa.Table.from_arrays(arrays, schema=self.shape.schema)
+
+
+def _cast(arr, to: pa.DataType):
+    """Arrow's safe cast; to a DECIMAL through decimal(38, scale) (Arrow refuses int32 ->
+    decimal(12, 3) for its type's width, whatever the values)."""
+    try:
+        return pc.cast(arr, to, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        if not pa.types.is_decimal(to) or to.precision >= 38:
+            raise
+    return pc.cast(pc.cast(arr, pa.decimal128(38, to.scale), safe=True), to, safe=True)
 
 
 def _delta_type(t: pa.DataType) -> str:
