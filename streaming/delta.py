@@ -398,6 +398,9 @@ class DeltaUpserter:
     def forget_table(self, db: str, name: str) -> None:
         self._tables.pop((db, name), None)
 
+    def known_table(self, db: str, name: str) -> bool:
+        return (db, name) in self._tables
+
     def _open(self, path: str):
         from deltalake import DeltaTable
         if DeltaTable.is_deltatable(path, storage_options=self.storage_options):

@@ -50,7 +50,7 @@ from cdc.values.render import to_json_text
 from cdc.values.types import ColumnDef
 
 __all__ = ["SCHEMA_CHANGE", "DDL_SUFFIX", "apply_schema_changes", "record_columns",
-           "implicit_default"]
+           "implicit_default", "delta_shape"]
 
 log = logging.getLogger("binlog_cdc.delta")
 
@@ -59,6 +59,7 @@ DDL_SUFFIX = "#ddl"         # <app_id>#ddl: the app transaction of the rewrites
 _DECODE = json.JSONDecoder(parse_float=Decimal).decode
 _RESNAPSHOT = ("re-snapshot the table into a new Delta table (the source's option signalTable, "
                "README \"Initial snapshot\"), or migrate the Delta table by hand")
+_META, _KEY = "binlog_cdc.column", "binlog_cdc.key"    # Delta column metadata
 _ZERO_TEMPORAL = {"date": "0000-00-00", "datetime": "0000-00-00 00:00:00", "year": 0,
                   "time": "00:00:00"}
 
@@ -121,6 +122,11 @@ class _Shape:
         self.primary_key = list(record.get("primary_key") or [])
         self.schema, self.conv = up.table_types(self.columns)
         self.names = [c.name for c in self.columns]
+        pk = self.primary_key
+        self.annotated = pa.schema([   # the schema with each column's MySQL definition
+            f.with_metadata({_META: to_json_text(spec),
+                             _KEY: str(pk.index(f.name) + 1) if f.name in pk else ""})
+            for f, spec in zip(self.schema, record["columns"])])
         self.fill: dict[str, object] = {}     # JSON-image value of an added column
         self.unknown: dict[str, str] = {}     # added column -> why its value is unknown
         for spec, col in zip(record["columns"], self.columns):
@@ -336,10 +342,11 @@ def apply_schema_changes(up, changes: pa.Table, batch_id: int) -> pa.Table:
     changes (op, db, table, before, after, seq), each in its table's final shape (see the
     module)."""
     ops = changes.column("op").to_pylist()
-    if "s" not in ops:
-        return changes.drop_columns([SCHEMA_CHANGE])
     dbs = changes.column("db").to_pylist()
     tables = changes.column("table").to_pylist()
+    _known_shapes(up, set(zip(dbs, tables)))
+    if "s" not in ops:
+        return changes.drop_columns([SCHEMA_CHANGE])
     seqs = changes.column("seq").to_pylist()
     recs = changes.column(SCHEMA_CHANGE).to_pylist()
     typed = pa.types.is_struct(changes.schema.field("after").type)
@@ -364,7 +371,7 @@ def apply_schema_changes(up, changes: pa.Table, batch_id: int) -> pa.Table:
             line.has_rows = True
             owner[i] = (line, len(line.steps))
     # everything is converted and checked before anything is written
-    rewrites = _rewrites(up, plan, batch_id)
+    actions = _rewrites(up, plan, batch_id)
     keep, out_tables, out_b, out_a = [], [], [], []
     for i in range(len(ops)):
         if ops[i] == "s":
@@ -383,7 +390,7 @@ def apply_schema_changes(up, changes: pa.Table, batch_id: int) -> pa.Table:
         out_b.append(b)
         out_a.append(a)
     extra = [(db, t, seq) for (db, t), seq in plan.vacated.items()]
-    _write(up, rewrites, batch_id, plan.ddl_app)
+    _write(up, actions, batch_id, plan.ddl_app)
     for line in plan.lineages:
         if line.alive and line.steps:
             shape = line.steps[-1].shape
@@ -405,6 +412,21 @@ def apply_schema_changes(up, changes: pa.Table, batch_id: int) -> pa.Table:
     })
 
 
+def _known_shapes(up, names: set) -> None:
+    """Tables the upserter meets for the first time take the shape a rewrite left in their
+    Delta table (the source's at the last DDL the upserter applied), not today's server's."""
+    from deltalake import DeltaTable
+    for db, table in names:
+        if up.known_table(db, table):
+            continue
+        path = up.path(db, table)
+        if not DeltaTable.is_deltatable(path, storage_options=up.storage_options):
+            continue
+        shape = delta_shape(DeltaTable(path, storage_options=up.storage_options))
+        if shape is not None and shape["primary_key"]:
+            up.use_table(db, table, record_columns(shape), shape["primary_key"])
+
+
 def _images(values: list, image_type: pa.DataType, typed: bool) -> pa.Array:
     if not typed:
         return pa.array(values, pa.string())
@@ -421,47 +443,79 @@ def _convert(image, steps: list[_Step], typed: bool):
     return row if typed else to_json_text(row)
 
 
-def _rewrites(up, plan: _Planner, batch_id: int) -> list[tuple[str, pa.Table, str]]:
-    """``(path, content, description)`` of every Delta table the batch's DDL rewrites (not yet
-    recorded as done), computed and checked in memory."""
+def _rewrites(up, plan: _Planner, batch_id: int) -> list[tuple]:
+    """What the batch's DDL writes, computed and checked in memory: ``("write", path, content,
+    ddl)`` (a rewrite) or ``("meta", path, {column: metadata}, ddl)`` (only the columns' MySQL
+    definitions change), for every path not yet recorded as done."""
     from deltalake import DeltaTable
     out = []
     for line in plan.lineages:
         if not line.alive or not line.steps:
             continue
-        if line.shape is not None and any(not s.shape.primary_key for s in line.steps[-1:]) \
-                and line.has_rows:
+        shape = line.steps[-1].shape
+        if not shape.primary_key and line.has_rows:
             raise SchemaError(f"DeltaUpserter: {line.name[0]}.{line.name[1]} has no primary key "
-                              f"after {line.steps[-1].shape.record.get('ddl')!r}; upserts need "
-                              f"one (add one, or leave the table out with excludeTables)")
-        if not (line.created or line.origin != line.name
-                or any(s.changes_data() for s in line.steps)):
-            continue
+                              f"after {shape.record.get('ddl')!r}; upserts need one (add one, or "
+                              f"leave the table out with excludeTables)")
         path = up.path(*line.name)
+        now = None
         if DeltaTable.is_deltatable(path, storage_options=up.storage_options):
-            v = DeltaTable(path, storage_options=up.storage_options
-                           ).transaction_version(plan.ddl_app)
+            now = DeltaTable(path, storage_options=up.storage_options)
+            v = now.transaction_version(plan.ddl_app)
             if v is not None and v >= batch_id:
                 log.info("%s: the DDL of batch %d is already applied", path, batch_id)
                 continue
+        ddl = "; ".join(str(s.shape.record.get("ddl")) for s in line.steps)
+        if not (line.created or line.origin != line.name
+                or any(s.changes_data() for s in line.steps)):
+            have = {f.name: dict(f.metadata or {}) for f in now.schema().fields} if now else {}
+            want = {f.name: {k.decode(): v.decode() for k, v in f.metadata.items()}
+                    for f in shape.annotated}
+            meta = {n: m for n, m in want.items() if have.get(n) != m}
+            if meta and now is not None:
+                out.append(("meta", path, meta, ddl))
+            continue
         where = f"{line.name[0]}.{line.name[1]} ({path})"
         origin = None if line.created else plan.before(line.origin)
         if origin is None:
-            data = line.steps[-1].shape.schema.empty_table()
+            data = shape.schema.empty_table()
         else:
             data = origin.to_pyarrow_table()
             for st in line.steps:
                 data = st.table(data, where)
-        out.append((path, data, "; ".join(str(s.shape.record.get("ddl")) for s in line.steps)))
+        out.append(("write", path, pa.Table.from_arrays(data.columns, schema=shape.annotated),
+                    ddl))
     return out
 
 
-def _write(up, rewrites: list, batch_id: int, ddl_app: str) -> None:
-    from deltalake import CommitProperties, Transaction, write_deltalake
-    for path, data, ddl in rewrites:
-        props = CommitProperties(app_transactions=[Transaction(ddl_app, batch_id)],
-                                 custom_metadata={"binlog_cdc.batch_id": str(batch_id),
-                                                  "binlog_cdc.ddl": ddl[:4000]})
+def _write(up, actions: list, batch_id: int, ddl_app: str) -> None:
+    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+    def props(ddl, last=True):
+        return CommitProperties(
+            app_transactions=[Transaction(ddl_app, batch_id)] if last else None,
+            custom_metadata={"binlog_cdc.batch_id": str(batch_id), "binlog_cdc.ddl": ddl[:4000]})
+    for kind, path, data, ddl in actions:
+        if kind == "meta":          # one commit a column; the last one records the batch
+            dt = DeltaTable(path, storage_options=up.storage_options)
+            for k, (name, meta) in enumerate(data.items()):
+                dt.alter.set_column_metadata(name, meta,
+                                             commit_properties=props(ddl, k == len(data) - 1))
+            continue
         log.info("%s: rewritten for %s (%d rows)", path, ddl, data.num_rows)
         write_deltalake(path, data, mode="overwrite", schema_mode="overwrite",
-                        commit_properties=props, storage_options=up.storage_options)
+                        commit_properties=props(ddl), storage_options=up.storage_options)
+
+
+def delta_shape(dt) -> dict | None:
+    """The shape (``{"columns": [...], "primary_key": [...]}``) a rewrite left in the Delta
+    table's column metadata; None when not every column has it."""
+    columns, key = [], []
+    for f in dt.schema().fields:
+        meta = f.metadata or {}
+        if _META not in meta:
+            return None
+        columns.append(_DECODE(meta[_META]))
+        if meta.get(_KEY):
+            key.append((int(meta[_KEY]), f.name))
+    return {"columns": columns, "primary_key": [n for _k, n in sorted(key)]}

@@ -283,3 +283,47 @@ def test_a_batch_without_records_is_unchanged(tmp_path):
     up = seeded(tmp_path)
     up.upsert_arrow(Batch().c("t", id=3, v="c", n=3).arrow(True), 1)
     assert delta(tmp_path, "t")[1] == [(1, "a", 1), (2, "b", 2), (3, "c", 3)]
+
+
+def test_a_restarted_upserter_reads_the_shape_the_ddl_left_not_todays_server(tmp_path):
+    """The server has moved on (an extra column x the stream has not reached): a new upserter
+    takes t's shape from the Delta table's column metadata, not from the server."""
+    up = seeded(tmp_path)
+    up.upsert_arrow(Batch().s("t", rec("ALTER", *ADD_W)).arrow(), 1)
+    later = TableInfo(START.columns + [_col(3, "w", T.LONG), _col(4, "x", T.LONG)], ["id"])
+    fresh = DeltaUpserter(str(tmp_path), app_id="app", columns=lambda db, table: later)
+    fresh.upsert_arrow(Batch().c("t", id=5, v="e", n=5, w=50).arrow(), 2)
+    assert delta(tmp_path, "t")[1] == [(1, "a", 1, 7), (2, "b", 2, 7), (5, "e", 5, 50)]
+    # without includeSchemaChanges the server's shape is used, as before: x is not in the image
+    with pytest.raises(SchemaError, match="lacks column x"):
+        DeltaUpserter(str(tmp_path), app_id="app", columns=lambda db, table: later).upsert_arrow(
+            Batch().c("t", id=6, v="f", n=6, w=60).arrow(False), 3)
+
+
+def test_a_key_change_alone_is_kept_in_the_column_metadata(tmp_path):
+    """DROP/ADD PRIMARY KEY changes no Delta column: no rewrite, the key is recorded in the
+    columns' metadata, and a restarted upserter merges on the new key."""
+    up = seeded(tmp_path)
+    up.upsert_arrow(Batch().s("t", rec("ALTER", "ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY "
+                                       "KEY (id, n)", [ID, V, col("n", "int(11)", False)],
+                                       pk=("id", "n"))).arrow(), 1)
+    ops = [h["operation"] for h in deltalake.DeltaTable(str(tmp_path / DB / "t")).history()]
+    assert "WRITE" not in ops
+    upserter(tmp_path).upsert_arrow(Batch().c("t", id=1, v="other", n=99).arrow(), 2)
+    assert delta(tmp_path, "t")[1] == [(1, "a", 1), (1, "other", 99), (2, "b", 2)]
+
+
+def test_typed_images_before_a_ddl(tmp_path):
+    """Typed mode (structs of the query's table shape): rows before an ADD COLUMN are converted
+    like JSON images."""
+    up = seeded(tmp_path)
+    image = pa.struct([("id", pa.int32()), ("v", pa.string()), ("n", pa.int32())])
+    t = pa.table({
+        "op": ["c", "s", "d"], "db": [DB] * 3, "table": ["t"] * 3,
+        "before": pa.array([None, None, {"id": 2, "v": "b", "n": 2}], image),
+        "after": pa.array([{"id": 3, "v": "c", "n": 3}, None, None], image),
+        "seq": ["0000000001:000000000010:0000000000", "0000000001:000000000020:0000000000",
+                "0000000001:000000000030:0000000000"],
+        "schema_change": [None, rec("ALTER", *ADD_W), None]})
+    up.upsert_arrow(t, 1)
+    assert delta(tmp_path, "t")[1] == [(1, "a", 1, 7), (3, "c", 3, 7)]
