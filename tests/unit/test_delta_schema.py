@@ -327,3 +327,31 @@ def test_typed_images_before_a_ddl(tmp_path):
         "schema_change": [None, rec("ALTER", *ADD_W), None]})
     up.upsert_arrow(t, 1)
     assert delta(tmp_path, "t")[1] == [(1, "a", 1, 7), (3, "c", 3, 7)]
+
+
+def test_crash_in_the_middle_of_a_swap(tmp_path, monkeypatch):
+    """RENAME TABLE t TO tmp, u TO t, tmp TO u killed after the first of the two rewrites: the
+    replay reads the already rewritten table as it was before the batch (Delta time travel), so
+    each table still ends up with the other's rows."""
+    up = seeded(tmp_path)
+    up.upsert_arrow(Batch().c("u", id=9, v="u9", n=9).arrow(False), 1)
+    b = (Batch().s("tmp", rec("RENAME", "RENAME TABLE t TO tmp, u TO t, tmp TO u", [ID, V, N],
+                              renamed_from=f"{DB}.t"))
+         .s("t", rec("RENAME", "(same)", [ID, V, N], renamed_from=f"{DB}.u"))
+         .s("u", rec("RENAME", "(same)", [ID, V, N], renamed_from=f"{DB}.tmp")))
+    real = deltalake.write_deltalake
+    calls = []
+
+    def second_dies(*a, **k):
+        calls.append(a[0])
+        if len(calls) == 2:
+            raise RuntimeError("killed")
+        return real(*a, **k)
+    monkeypatch.setattr(deltalake, "write_deltalake", second_dies)
+    with pytest.raises(RuntimeError):
+        up.upsert_arrow(b.arrow(), 2)
+    monkeypatch.undo()
+    assert len(calls) == 2
+    upserter(tmp_path).upsert_arrow(b.arrow(), 2)
+    assert delta(tmp_path, "t")[1] == [(9, "u9", 9)]
+    assert delta(tmp_path, "u")[1] == [(1, "a", 1), (2, "b", 2)]
