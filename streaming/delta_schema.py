@@ -290,7 +290,7 @@ class _Planner:
             del self.bearer[name]
             self.vacated[name] = seq
             return
-        if rec.get("columns") is None:
+        if rec.get("columns") is None and not (rec.get("renamed_from") and kind == "RENAME"):
             raise SchemaError(f"DeltaUpserter: {db}.{table}: the schema change {rec.get('ddl')!r}"
                               f" has no column list; {_RESNAPSHOT}")
         if rec.get("unsure"):
@@ -299,7 +299,6 @@ class _Planner:
         if kind == "CREATE":
             old = self.bearer.pop(name, None)
             if old is not None:
-                self.before(name)
                 old.alive = False
             line = _Lineage(name, None, None)
             self.lineages.append(line)
@@ -312,12 +311,13 @@ class _Planner:
             self.bearer.pop(name, None)
             line.name = name
             self.bearer[name] = line
-            self.vacated.pop(name, None)
         else:
             line = self.lineage(name)
+        self.vacated.pop(name, None)
+        if rec.get("columns") is None:       # a RENAME of a table of unknown shape: moved as is
+            return
         line.steps.append(_Step(seq, line.shape, _Shape(self.up, db, table, rec),
                                 {} if kind == "CREATE" else rec.get("renamed_columns") or {}))
-        self.vacated.pop(name, None)
 
 
 def _table_before(up, path: str, batch_id: int, ddl_app: str):
@@ -450,10 +450,11 @@ def _rewrites(up, plan: _Planner, batch_id: int) -> list[tuple]:
     from deltalake import DeltaTable
     out = []
     for line in plan.lineages:
-        if not line.alive or not line.steps:
+        moved = line.origin != line.name
+        if not line.alive or not (line.steps or moved):
             continue
-        shape = line.steps[-1].shape
-        if not shape.primary_key and line.has_rows:
+        shape = line.steps[-1].shape if line.steps else None
+        if shape is not None and not shape.primary_key and line.has_rows:
             raise SchemaError(f"DeltaUpserter: {line.name[0]}.{line.name[1]} has no primary key "
                               f"after {shape.record.get('ddl')!r}; upserts need one (add one, or "
                               f"leave the table out with excludeTables)")
@@ -466,8 +467,7 @@ def _rewrites(up, plan: _Planner, batch_id: int) -> list[tuple]:
                 log.info("%s: the DDL of batch %d is already applied", path, batch_id)
                 continue
         ddl = "; ".join(str(s.shape.record.get("ddl")) for s in line.steps)
-        if not (line.created or line.origin != line.name
-                or any(s.changes_data() for s in line.steps)):
+        if not (line.created or moved or any(s.changes_data() for s in line.steps)):
             have = {f.name: dict(f.metadata or {}) for f in now.schema().fields} if now else {}
             want = {f.name: {k.decode(): v.decode() for k, v in f.metadata.items()}
                     for f in shape.annotated}
@@ -477,14 +477,19 @@ def _rewrites(up, plan: _Planner, batch_id: int) -> list[tuple]:
             continue
         where = f"{line.name[0]}.{line.name[1]} ({path})"
         origin = None if line.created else plan.before(line.origin)
+        if origin is None and shape is None:
+            continue                        # nothing to move, shape unknown: nothing to write
         if origin is None:
             data = shape.schema.empty_table()
         else:
             data = origin.to_pyarrow_table()
+            if shape is None:               # moved as is, with the columns' metadata
+                data = data.cast(pa.schema(origin.schema().to_arrow()))
             for st in line.steps:
                 data = st.table(data, where)
-        out.append(("write", path, pa.Table.from_arrays(data.columns, schema=shape.annotated),
-                    ddl))
+        if shape is not None:
+            data = pa.Table.from_arrays(data.columns, schema=shape.annotated)
+        out.append(("write", path, data, ddl))
     return out
 
 

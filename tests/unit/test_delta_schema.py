@@ -355,3 +355,19 @@ def test_crash_in_the_middle_of_a_swap(tmp_path, monkeypatch):
     upserter(tmp_path).upsert_arrow(b.arrow(), 2)
     assert delta(tmp_path, "t")[1] == [(9, "u9", 9)]
     assert delta(tmp_path, "u")[1] == [(1, "a", 1), (2, "b", 2)]
+
+
+def test_rename_of_a_table_whose_shape_the_source_does_not_know(tmp_path):
+    """A RENAME record without columns (the source's history was unsure of the table): the Delta
+    table moves as it is."""
+    up = seeded(tmp_path)
+    unsure = json.dumps({"type": "RENAME", "ddl": "RENAME TABLE t TO t3", "renamed_from":
+                         f"{DB}.t", "renamed_columns": {}, "columns": None, "primary_key": [],
+                         "unsure": True})
+    up.upsert_arrow(Batch().c("t", id=3, v="c", n=3).s("t3", unsure).arrow(), 1)
+    assert delta(tmp_path, "t3") == (["id", "v", "n"], [(1, "a", 1), (2, "b", 2), (3, "c", 3)])
+    assert delta(tmp_path, "t")[1] == []
+    with pytest.raises(SchemaError, match="has no column list"):
+        up.upsert_arrow(Batch().s("t3", json.dumps({
+            "type": "ALTER", "ddl": "ALTER TABLE t3 ADD x INT", "renamed_from": None,
+            "renamed_columns": {}, "columns": None, "primary_key": [], "unsure": True})).arrow(), 2)
