@@ -160,6 +160,7 @@ class _Step:
         self.seq, self.prev, self.shape = seq, prev, shape
         self.renamed = dict(renamed or {})
         self.inverse = {new: old for old, new in self.renamed.items()}
+        self._retyped_at: dict[int, bool] = {}
 
     def source(self, name: str, old: set) -> str | None:
         """The old column the new column *name* comes from (None: added)."""
@@ -181,7 +182,9 @@ class _Step:
             src = self.source(name, old)
             if src is not None:
                 if src in row:
-                    out[name] = row[src]
+                    out[name] = v = row[src]
+                    if v is not None and self._retyped(j, src):
+                        self._check(j, v, typed)
             elif name in self.shape.unknown:
                 raise SchemaError(f"DeltaUpserter: {self.shape.unknown[name]} (a change before "
                                   f"it in the same batch needs it); {_RESNAPSHOT}")
@@ -189,6 +192,29 @@ class _Step:
                 v = self.shape.fill[name]
                 out[name] = self.shape.conv[j](v) if typed and v is not None else v
         return out
+
+    def _retyped(self, j: int, src: str) -> bool:
+        """Whether column *j* comes from *src* of another Delta type (or one not known)."""
+        if j not in self._retyped_at:
+            new = self.shape.schema.field(j).type
+            old = self.prev.field(src).type if self.prev is not None else None
+            self._retyped_at[j] = old is None or _delta_type(old) != _delta_type(new)
+        return self._retyped_at[j]
+
+    def _check(self, j: int, v, typed: bool) -> None:
+        """A value of a change before the DDL must fit the column's new type as the Delta
+        table's values must (checked before anything is written)."""
+        field = self.shape.schema.field(j)
+        try:
+            if isinstance(v, Decimal) and pa.types.is_integer(field.type) \
+                    and v != v.to_integral_value():
+                raise ValueError("not an integer")
+            pa.array([v if typed else self.shape.conv[j](v)], type=field.type)
+        except (ValueError, TypeError, ArithmeticError, OverflowError, pa.ArrowException) as e:
+            raise SchemaError(
+                f"DeltaUpserter: a change before {self.shape.record.get('ddl')!r} in the same "
+                f"batch has {field.name} = {v!r}, which the column's new type {field.type} "
+                f"cannot hold ({e}); nothing was written; {_RESNAPSHOT}") from None
 
     def table(self, data: pa.Table, where: str) -> pa.Table:
         old = set(data.column_names)

@@ -371,3 +371,21 @@ def test_rename_of_a_table_whose_shape_the_source_does_not_know(tmp_path):
         up.upsert_arrow(Batch().s("t3", json.dumps({
             "type": "ALTER", "ddl": "ALTER TABLE t3 ADD x INT", "renamed_from": None,
             "renamed_columns": {}, "columns": None, "primary_key": [], "unsure": True})).arrow(), 2)
+
+
+def test_a_change_before_the_ddl_that_the_new_type_cannot_hold_stops_first(tmp_path):
+    """An update before MODIFY v INT in the same batch carries v='abc': stop before the rewrite
+    (the Delta table's own values would convert)."""
+    up = seeded(tmp_path)
+    up.upsert_arrow(Batch().u("t", {"id": 1}, id=1, v="12", n=1)
+                    .u("t", {"id": 2}, id=2, v="-3", n=2).arrow(False), 1)
+    v = version(tmp_path, "t")
+    b = (Batch().u("t", {"id": 1}, id=1, v="abc", n=1)
+         .s("t", rec("ALTER", "ALTER TABLE t MODIFY v int", [ID, col("v", "int(11)"), N])))
+    with pytest.raises(SchemaError, match=r"has v = 'abc'.*nothing was written"):
+        up.upsert_arrow(b.arrow(), 2)
+    assert version(tmp_path, "t") == v
+    good = (Batch().u("t", {"id": 1}, id=1, v="7", n=1)
+            .s("t", rec("ALTER", "ALTER TABLE t MODIFY v int", [ID, col("v", "int(11)"), N])))
+    up.upsert_arrow(good.arrow(), 2)
+    assert delta(tmp_path, "t")[1] == [(1, 7, 1), (2, -3, 2)]
