@@ -24,6 +24,9 @@ other row (``when_not_matched_by_source_delete``), or a plain delete of every ro
 follows the truncate. A truncate of a table that has no Delta table yet, with nothing after it,
 does nothing (no table is created).
 
+DDL (the source's ``includeSchemaChanges``: ``op='s'`` records) is applied in ``seq`` order too:
+:mod:`streaming.delta_schema`.
+
 Types: the Delta table's schema comes from the source table (``information_schema`` through
 :func:`streaming.catalog.columns_from_server`), with the Spark types of typed mode
 (:func:`streaming.schema.spark_column`) turned into Arrow types. Delta has no interval type, so
@@ -385,7 +388,7 @@ class DeltaUpserter:
             write_deltalake(path, empty, mode="append", commit_properties=props,
                             storage_options=self.storage_options)
 
-    # --- for streaming.delta_schema ----------------------------------------------------------------
+    # --- for streaming.delta_schema ---------------------------------------------------------------
 
     def table_types(self, columns: list[ColumnDef]) -> tuple[pa.Schema, list]:
         """The Delta (Arrow) schema of *columns* and each column's converter from JSON values."""

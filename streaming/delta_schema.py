@@ -7,9 +7,9 @@ batch's row changes, every one in the shape its table has at the END of the batc
 (last change per key, truncates, one MERGE per table) works unchanged:
 
 * Each table is followed as a *lineage*: it starts from the Delta table at its path as it was
-  before the batch (or from nothing: ``CREATE``), is renamed by ``RENAME``, ends at ``DROP`` (or at a
-  ``CREATE`` of its name). Every row change belongs to the lineage bearing its table name at its
-  ``seq``.
+  before the batch (or from nothing: ``CREATE``), is renamed by ``RENAME``, ends at ``DROP`` (or
+  at a ``CREATE`` of its name). Every row change belongs to the lineage bearing its table name at
+  its ``seq``.
 * A record (ALTER/RENAME/CREATE) is a step from the previous shape (the previous record's, or
   for the first one the Delta table's own columns) to the record's ``columns``: columns matched by
   name (``renamed_columns`` first) are kept, converted to their new Delta type by Arrow's safe cast;
