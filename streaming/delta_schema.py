@@ -398,20 +398,21 @@ def apply_schema_changes(up, changes: pa.Table, batch_id: int) -> pa.Table:
             owner[i] = (line, len(line.steps))
     # everything is converted and checked before anything is written
     actions = _rewrites(up, plan, batch_id)
-    keep, out_tables, out_b, out_a = [], [], [], []
+    keep, out_dbs, out_tables, out_b, out_a = [], [], [], [], []
     for i in range(len(ops)):
         if ops[i] == "s":
             continue
-        b, a, table = befores[i], afters[i], tables[i]
+        b, a, db, table = befores[i], afters[i], dbs[i], tables[i]
         if i in owner:
             line, k = owner[i]
             if not line.alive:
                 continue                      # dropped or recreated: its rows are gone
-            table = line.name[1]
+            db, table = line.name
             if k < len(line.steps):
                 b = _convert(b, line.steps[k:], typed)
                 a = _convert(a, line.steps[k:], typed)
         keep.append(i)
+        out_dbs.append(db)
         out_tables.append(table)
         out_b.append(b)
         out_a.append(a)
@@ -429,7 +430,7 @@ def apply_schema_changes(up, changes: pa.Table, batch_id: int) -> pa.Table:
     n = len(extra)
     return pa.table({
         "op": pa.array([ops[i] for i in keep] + ["t"] * n, pa.string()),
-        "db": pa.array([dbs[i] for i in keep] + [d for d, _t, _s in extra], pa.string()),
+        "db": pa.array(out_dbs + [d for d, _t, _s in extra], pa.string()),
         "table": pa.array(out_tables + [t for _d, t, _s in extra], pa.string()),
         "before": _images(out_b + [None] * n, image_type, typed),
         "after": _images(out_a + [None] * n, image_type, typed),

@@ -389,3 +389,17 @@ def test_a_change_before_the_ddl_that_the_new_type_cannot_hold_stops_first(tmp_p
             .s("t", rec("ALTER", "ALTER TABLE t MODIFY v int", [ID, col("v", "int(11)"), N])))
     up.upsert_arrow(good.arrow(), 2)
     assert delta(tmp_path, "t")[1] == [(1, 7, 1), (2, -3, 2)]
+
+
+def test_rename_into_another_database(tmp_path):
+    """RENAME TABLE shop.t TO archive.t_old: the rows before the rename (labelled shop.t) land in
+    archive's Delta table."""
+    up = seeded(tmp_path)
+    b = Batch().c("t", id=3, v="c", n=3)
+    b.rows.append(("s", "archive", "t_old", None, None, "0000000001:000000000150:0000000000",
+                   rec("RENAME", "RENAME TABLE shop.t TO archive.t_old", [ID, V, N],
+                       renamed_from=f"{DB}.t")))
+    up.upsert_arrow(b.arrow(), 1)
+    data = deltalake.DeltaTable(str(tmp_path / "archive" / "t_old")).to_pyarrow_table()
+    assert sorted(data.column("id").to_pylist()) == [1, 2, 3]
+    assert delta(tmp_path, "t")[1] == []
