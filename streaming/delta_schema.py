@@ -367,12 +367,13 @@ def apply_schema_changes(up, changes: pa.Table, batch_id: int) -> pa.Table:
     """Apply the schema-change records of *changes* to *up*'s Delta tables; return the other
     changes (op, db, table, before, after, seq), each in its table's final shape (see the
     module)."""
+    pairs = changes.select(["db", "table"]).group_by(["db", "table"]).aggregate([])
+    _known_shapes(up, {(r["db"], r["table"]) for r in pairs.to_pylist()})
+    if not pc.any(pc.equal(changes.column("op"), "s")).as_py():     # the usual batch: no DDL
+        return changes.drop_columns([SCHEMA_CHANGE])
     ops = changes.column("op").to_pylist()
     dbs = changes.column("db").to_pylist()
     tables = changes.column("table").to_pylist()
-    _known_shapes(up, set(zip(dbs, tables)))
-    if "s" not in ops:
-        return changes.drop_columns([SCHEMA_CHANGE])
     seqs = changes.column("seq").to_pylist()
     recs = changes.column(SCHEMA_CHANGE).to_pylist()
     typed = pa.types.is_struct(changes.schema.field("after").type)
