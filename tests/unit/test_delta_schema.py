@@ -126,8 +126,7 @@ def test_add_column_with_default_rows_before_and_after(tmp_path):
     up.upsert_arrow(b.arrow(), 1)
     assert delta(tmp_path, "t") == (["id", "v", "n", "w"], [
         (1, "a", 1, 5), (2, "b", 2, 7), (3, "c", 3, 7), (4, "d", 4, 9)])
-    assert delta_types(tmp_path, "t")["w"] == "PrimitiveType(\"integer\")" or \
-        "integer" in delta_types(tmp_path, "t")["w"]
+    assert delta_types(tmp_path, "t")["w"] == 'PrimitiveType("integer")'
 
 
 def test_replayed_batch_applies_the_ddl_once(tmp_path):
@@ -181,7 +180,7 @@ def test_drop_rename_and_widen_in_one_batch(tmp_path):
                                         [ID, V, col("n", "bigint(20)")]))
                      .c("t", id=3, v="c", n=2**40).arrow(), 1)
     assert delta(tmp_path / "w", "t")[1] == [(1, "a", 1), (2, "b", 2), (3, "c", 2**40)]
-    assert "long" in delta_types(tmp_path / "w", "t")["n"]
+    assert delta_types(tmp_path / "w", "t")["n"] == 'PrimitiveType("long")'
 
 
 def test_decimal_precision_up_and_int_to_decimal(tmp_path):
@@ -247,7 +246,7 @@ def test_drop_and_recreate_with_another_shape(tmp_path):
          .c("t", id=1, name="new"))
     up.upsert_arrow(b.arrow(), 1)
     assert delta(tmp_path, "t") == (["id", "name"], [(1, "new")])
-    assert "long" in delta_types(tmp_path, "t")["id"]
+    assert delta_types(tmp_path, "t")["id"] == 'PrimitiveType("long")'
 
 
 def test_create_makes_an_empty_table(tmp_path):
