@@ -24,6 +24,9 @@ other row (``when_not_matched_by_source_delete``), or a plain delete of every ro
 follows the truncate. A truncate of a table that has no Delta table yet, with nothing after it,
 does nothing (no table is created).
 
+DDL (the source's ``includeSchemaChanges``: ``op='s'`` records) is applied in ``seq`` order too:
+:mod:`streaming.delta_schema`.
+
 Types: the Delta table's schema comes from the source table (``information_schema`` through
 :func:`streaming.catalog.columns_from_server`), with the Spark types of typed mode
 (:func:`streaming.schema.spark_column`) turned into Arrow types. Delta has no interval type, so
@@ -64,6 +67,7 @@ from cdc.replica.config import ReplicaConfig
 from cdc.replica.sql import SqlSession, connect
 
 from streaming.catalog import columns_from_server
+from streaming.delta_schema import SCHEMA_CHANGE, apply_schema_changes
 from streaming.json_images import NotFast, read_images, reader_schema
 from streaming.last_change import by_table, last_changes, last_truncate
 from streaming.schema import spark_column
@@ -281,6 +285,8 @@ class DeltaUpserter:
 
     def __call__(self, df, batch_id: int) -> None:
         wanted = ["op", "db", "table", "before", "after", "seq"]
+        if SCHEMA_CHANGE in df.columns:             # includeSchemaChanges: streaming.delta_schema
+            wanted.append(SCHEMA_CHANGE)
         missing = [c for c in wanted if c not in df.columns]
         if missing:
             raise ConfigurationError(f"DeltaUpserter: the DataFrame lacks the columns {missing}; "
@@ -288,7 +294,8 @@ class DeltaUpserter:
         self.upsert_arrow(df.select(*wanted).toArrow(), batch_id)
 
     def upsert_arrow(self, changes: pa.Table, batch_id: int) -> dict[str, int]:
-        """Upsert an Arrow table of changes (columns op, db, table, before, after, seq); returns
+        """Upsert an Arrow table of changes (columns op, db, table, before, after, seq, and
+        schema_change with schema-change records: :mod:`streaming.delta_schema`); returns
         ``{"db.table": rows merged}``, plus one for a truncate (0: skipped as already applied,
         or nothing to do)."""
         with self._lock:
@@ -316,6 +323,8 @@ class DeltaUpserter:
     # --- internals -------------------------------------------------------------------------------
 
     def _upsert(self, changes: pa.Table, batch_id: int) -> dict[str, int]:
+        if SCHEMA_CHANGE in changes.column_names:
+            changes = apply_schema_changes(self, changes, batch_id)
         if changes.num_rows == 0:
             return {}
         typed = pa.types.is_struct(changes.schema.field("after").type)
@@ -371,6 +380,22 @@ class DeltaUpserter:
             empty = pa.schema(dt.schema().to_arrow()).empty_table()
             write_deltalake(path, empty, mode="append", commit_properties=props,
                             storage_options=self.storage_options)
+
+    # --- for streaming.delta_schema ---------------------------------------------------------------
+
+    def table_types(self, columns: list[ColumnDef]) -> tuple[pa.Schema, list]:
+        """The Delta (Arrow) schema of *columns* and each column's converter from JSON values."""
+        return arrow_schema(columns), [_from_json_value(c, delta_spark_type(c)) for c in columns]
+
+    def use_table(self, db: str, name: str, columns: list[ColumnDef], primary_key: list[str]):
+        """Read ``db.name``'s changes with this definition from now on (a schema change's)."""
+        self._tables[(db, name)] = _Table(db, name, TableInfo(columns, list(primary_key)))
+
+    def forget_table(self, db: str, name: str) -> None:
+        self._tables.pop((db, name), None)
+
+    def known_table(self, db: str, name: str) -> bool:
+        return (db, name) in self._tables
 
     def _open(self, path: str):
         """The Delta table at *path* at its latest version, or None. The handle is kept across
