@@ -1,0 +1,137 @@
+"""Issue 15, end to end (binlog_row_metadata FULL and NO_LOG): the schema-history workload (~34
+DDL statements interleaved with DML on 3 tables: columns added, dropped, renamed and reordered,
+types and charsets changed, primary keys dropped and added, a table renamed, truncated, dropped
+and recreated, partitioned) streamed with ``includeSchemaChanges=true`` into Delta by
+``foreachBatch(DeltaUpserter)``, a few changes per micro-batch, the query killed -9 twice (once
+between a batch's Delta commit and Spark's, once at a random point) and restarted from its
+checkpoint: at the end every Delta table equals ``SELECT *`` of its source table, columns (names
+and order) and rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import random
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("deltalake")
+
+from deltalake import DeltaTable  # noqa: E402
+
+from cdc.embedded import EmbeddedMariaDB  # noqa: E402
+from tests.conftest import start_or_skip  # noqa: E402
+from tests.support.ddl_workload import Recorder, run_workload  # noqa: E402
+from tests.support.processes import DELTA_JOB, kill_group, start_job  # noqa: E402
+from tests.support.spark_support import source_options  # noqa: E402
+
+pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module", params=["FULL", "NO_LOG"])
+def server(request, tmp_path_factory):
+    if request.param == "FULL":
+        yield request.getfixturevalue("mariadb")
+        return
+    srv = start_or_skip(EmbeddedMariaDB(tmp_path_factory.mktemp("nolog"),
+                                        extra_options={"binlog_row_metadata": "NO_LOG"}))
+    try:
+        yield srv
+    finally:
+        srv.cleanup()
+
+
+def _wait_for(log: Path, proc: subprocess.Popen, what, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not what(log.read_text() if log.exists() else ""):
+        assert proc.poll() is None, log.read_text()[-4000:]
+        assert time.monotonic() < deadline, log.read_text()[-4000:]
+        time.sleep(0.2)
+
+
+def _value(v):
+    """A Delta value as the server's SELECT gives it (PyMySQL: DATETIME naive, DECIMAL)."""
+    if isinstance(v, dt.datetime) and v.tzinfo is not None:
+        return v.replace(tzinfo=None)
+    if isinstance(v, float):
+        return decimal.Decimal(str(v))
+    return v
+
+
+def _source(server, db: str, table: str) -> tuple[list[str], list[tuple]]:
+    conn = server.connect(database=db)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT * FROM `{table}`")
+            rows = cur.fetchall()
+            names = [d[0] for d in cur.description]
+    finally:
+        conn.close()
+    return names, sorted((tuple(_value(v) for v in r) for r in rows), key=repr)
+
+
+def _delta(root: Path, db: str, table: str) -> tuple[list[str], list[tuple]]:
+    data = DeltaTable(str(root / db / table)).to_pyarrow_table()
+    return data.column_names, sorted((tuple(_value(v) for v in r.values())
+                                      for r in data.to_pylist()), key=repr)
+
+
+def test_ddl_workload_into_delta_killed_twice(server, tmp_path):
+    db = f"ddlkill_{server.execute('SELECT @@binlog_row_metadata')[0][0].lower()}"
+    server.execute(f"DROP DATABASE IF EXISTS {db}")
+    server.execute(f"CREATE DATABASE {db} CHARACTER SET utf8mb4")
+    start = server.current_position()
+    r = Recorder(server, db)
+    run_workload(r, b_unique_key=True)    # an upsert needs a key in every version of b
+    assert r.ddl >= 30
+    server.execute("FLUSH BINARY LOGS")
+    p = server.cdc_params()
+    opts = source_options(server, db, start, includeSchemaChanges="true", maxEventsPerTrigger=4)
+    root = tmp_path / "delta"
+    cfg = {"root": str(root), "app_id": "ddl-kill", "checkpoint": str(tmp_path / "chk"),
+           "options": opts, "marker_dir": str(tmp_path),
+           "server": {"host": p["host"], "port": p["port"], "user": p["user"],
+                      "password": p["password"]}}
+    script = tmp_path / "job.py"
+    script.write_text(DELTA_JOB)
+    log = tmp_path / "job.log"
+
+    # kill 1: after batch 3 reached Delta, before Spark committed it (it is replayed)
+    proc = start_job(script, dict(cfg, hang_after=3), log)
+    try:
+        _wait_for(log, proc, lambda _t: (tmp_path / "3").exists())
+    finally:
+        kill_group(proc)
+    # kill 2: at a random point a few batches further
+    seen = log.read_text().count("batch ")
+    proc = start_job(script, cfg, log)
+    try:
+        _wait_for(log, proc, lambda t: t.count("batch ") >= seen + 3)
+        time.sleep(random.Random(7).uniform(0.2, 1.5))
+    finally:
+        kill_group(proc)
+    out = log.read_text()
+    assert "done" not in out, "the stream ended before the second kill: make batches smaller"
+    # the last run goes to the end
+    proc = start_job(script, cfg, log)
+    try:
+        proc.wait(timeout=600)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        pytest.fail(log.read_text()[-4000:])
+    out = log.read_text()
+    assert proc.returncode == 0 and "done" in out, out[-4000:]
+
+    tables = sorted(t for (t,) in server.execute(
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s", (db,)))
+    assert tables == ["a", "b", "c"]
+    for table in tables:
+        want = _source(server, db, table)
+        got = _delta(root, db, table)
+        assert got[0] == want[0], (table, got[0], want[0])
+        assert got[1] == want[1], (table, got[1], want[1])
+    server.execute(f"DROP DATABASE {db}")
