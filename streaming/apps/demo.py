@@ -236,6 +236,7 @@ def start_stream(spark, server: Server, start: Position | None, out: Path, upser
               .option("host", r["host"]).option("port", str(r["port"]))
               .option("user", r["user"]).option("password", r["password"])
               .option("includeTables", f"{DB}.*")
+              .option("includeSchemaChanges", "true")     # Delta follows the source's DDL
               .option("startingPosition", begin)
               .option("snapshotChunkRows", str(max(1000, batch_rows)))
               .option("maxEventsPerTrigger", str(batch_rows)))

@@ -178,6 +178,13 @@ def _source(table: dict) -> dict[str, str]:
             raise ConfigurationError(f"[source] {key} must be a string (\"db.t1,db.t2\") or a "
                                      f"list of strings, not {value!r}")
         source[str(key)] = _option_text(value)
+    lower = {k.lower(): v for k, v in source.items()}
+    if lower.get("schemahistory", "true").lower() != "false" \
+            and lower.get("layout", "envelope").lower() != "flat":
+        # the upserter follows the source's DDL (README: Schema changes) unless told otherwise
+        lower.setdefault("includeschemachanges", None)
+        if lower["includeschemachanges"] is None:
+            source["includeSchemaChanges"] = "true"
     secret_env = source.pop("password_env", None)
     secret_file = source.pop("password_file", None)
     if secret_env:

@@ -44,7 +44,8 @@ def test_good_config(tmp_path):
     cfg = load_config(_write(tmp_path, GOOD.format(secret=secret)))
     assert cfg.source == {"host": "db1", "port": "3307", "user": "cdc", "password": "s3cret",
                           "includeTables": "shop.*", "failOnDataLoss": "false",
-                          "startingPosition": json.dumps({"file": "mysql-bin.000003", "pos": 4})}
+                          "startingPosition": json.dumps({"file": "mysql-bin.000003", "pos": 4}),
+                          "includeSchemaChanges": "true"}
     assert (cfg.delta_path, cfg.app_id, cfg.checkpoint) == ("/tmp/d", "a1", "/tmp/c")
     assert cfg.trigger == "10 seconds" and not cfg.available_now
     assert cfg.metrics_port == 9108
@@ -106,7 +107,8 @@ def _config(tmp_path, section=None, key=None, value=None):
 
 def test_the_valid_base_config_loads(tmp_path):
     cfg = load_config(_config(tmp_path))
-    assert cfg.source == {"host": "db1", "user": "cdc", "password": "pw", "port": "3307"}
+    assert cfg.source == {"host": "db1", "user": "cdc", "password": "pw", "port": "3307",
+                          "includeSchemaChanges": "true"}
     assert cfg.trigger == "5 seconds" and cfg.metrics_port == 9108
     assert cfg.spark == {"master": "local[2]", "spark.sql.shuffle.partitions": "2"}
 
@@ -214,3 +216,15 @@ def test_the_cli_on_a_bad_config_is_quick_and_quiet(tmp_path):
     assert run.returncode == 2 and run.stdout == ""
     assert len(run.stderr.splitlines()) == 1 and "[source] sslMode must be one of" in run.stderr
     assert took < 5, took     # ~0.3 s: no Spark session (which takes 10 s and more)
+
+
+@pytest.mark.parametrize("extra, want", [
+    ("", "true"),                                   # the upserter follows DDL by default
+    ("includeSchemaChanges = false\n", "false"),     # the user's choice stands
+    ("schemaHistory = false\n", None),               # no history: no schema-change records
+    ("layout = \"flat\"\ntable = \"shop.t\"\n", None),   # the flat layout has no place for them
+])
+def test_the_job_turns_schema_changes_on_unless_told_otherwise(tmp_path, extra, want):
+    text = _config(tmp_path).read_text().replace("[source]\n", "[source]\n" + extra, 1)
+    cfg = load_config(_write(tmp_path, text, "job2.toml"))
+    assert cfg.source.get("includeSchemaChanges") == want
