@@ -65,6 +65,25 @@ def mariadb():
         server.cleanup()
 
 
+@pytest.fixture(scope="session")
+def mariadb_nolog(tmp_path_factory: pytest.TempPathFactory):
+    """A second private MariaDB whose binlog carries no column metadata
+    (``binlog_row_metadata=NO_LOG``, MariaDB's default): table maps without names, charsets or
+    keys, which the schema history completes."""
+    server = start_or_skip(EmbeddedMariaDB(tmp_path_factory.mktemp("nolog"),
+                                           extra_options={"binlog_row_metadata": "NO_LOG"}))
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture(params=["FULL", "NO_LOG"])
+def metadata_server(request):
+    """The test once on ``mariadb`` (``binlog_row_metadata=FULL``), once on ``mariadb_nolog``."""
+    return request.getfixturevalue("mariadb" if request.param == "FULL" else "mariadb_nolog")
+
+
 @pytest.fixture
 def mariadb_factory(tmp_path_factory: pytest.TempPathFactory):
     """``make(**kwargs) -> EmbeddedMariaDB``: extra, started servers owned by one test.

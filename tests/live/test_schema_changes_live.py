@@ -14,25 +14,15 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from cdc.embedded import EmbeddedMariaDB  # noqa: E402
-from tests.conftest import start_or_skip  # noqa: E402
 
 from support.spark_support import source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark]
 
 
-@pytest.fixture(scope="module", params=["FULL", "NO_LOG"])
-def server(request, tmp_path_factory):
-    if request.param == "FULL":
-        yield request.getfixturevalue("mariadb")
-        return
-    srv = start_or_skip(EmbeddedMariaDB(tmp_path_factory.mktemp("nolog"),
-                                        extra_options={"binlog_row_metadata": "NO_LOG"}))
-    try:
-        yield srv
-    finally:
-        srv.cleanup()
+@pytest.fixture
+def server(metadata_server):
+    return metadata_server
 
 
 _dbs = iter(range(1, 1000))

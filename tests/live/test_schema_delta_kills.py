@@ -23,26 +23,16 @@ pytest.importorskip("deltalake")
 
 from deltalake import DeltaTable  # noqa: E402
 
-from cdc.embedded import EmbeddedMariaDB  # noqa: E402
-from tests.conftest import start_or_skip  # noqa: E402
 from tests.support.ddl_workload import Recorder, run_workload  # noqa: E402
-from tests.support.processes import DELTA_JOB, kill_group, start_job  # noqa: E402
+from tests.support.processes import DELTA_JOB, kill_group, run_to_end, start_job  # noqa: E402
 from tests.support.spark_support import source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module", params=["FULL", "NO_LOG"])
-def server(request, tmp_path_factory):
-    if request.param == "FULL":
-        yield request.getfixturevalue("mariadb")
-        return
-    srv = start_or_skip(EmbeddedMariaDB(tmp_path_factory.mktemp("nolog"),
-                                        extra_options={"binlog_row_metadata": "NO_LOG"}))
-    try:
-        yield srv
-    finally:
-        srv.cleanup()
+@pytest.fixture
+def server(metadata_server):
+    return metadata_server
 
 
 def _wait_for(log: Path, proc: subprocess.Popen, what, timeout: float = 300) -> None:
@@ -117,14 +107,7 @@ def test_ddl_workload_into_delta_killed_twice(server, tmp_path):
     out = log.read_text()
     assert "done" not in out, "the stream ended before the second kill: make batches smaller"
     # the last run goes to the end
-    proc = start_job(script, cfg, log)
-    try:
-        proc.wait(timeout=600)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        pytest.fail(log.read_text()[-4000:])
-    out = log.read_text()
-    assert proc.returncode == 0 and "done" in out, out[-4000:]
+    assert "done" in run_to_end(script, cfg, log)
 
     tables = sorted(t for (t,) in server.execute(
         "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s", (db,)))

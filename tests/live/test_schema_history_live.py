@@ -10,28 +10,18 @@ import logging
 
 import pytest
 
-from cdc.embedded import EmbeddedMariaDB
 from cdc.errors import SchemaError
 from cdc.positions import Start
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ReplicaConfig, RetryPolicy
 from cdc.replica.seeding import read_table_schema
 from cdc.schema import TableSchema
-from tests.conftest import start_or_skip
 from tests.support.ddl_workload import Recorder, norm as _norm, run_workload
 
 
-@pytest.fixture(scope="module", params=["FULL", "NO_LOG"])
-def server(request, tmp_path_factory):
-    if request.param == "FULL":
-        yield request.getfixturevalue("mariadb")
-        return
-    srv = start_or_skip(EmbeddedMariaDB(tmp_path_factory.mktemp("nolog"),
-                                        extra_options={"binlog_row_metadata": "NO_LOG"}))
-    try:
-        yield srv
-    finally:
-        srv.cleanup()
+@pytest.fixture
+def server(metadata_server):
+    return metadata_server
 
 
 _dbs = iter(range(1, 1000))

@@ -19,22 +19,15 @@ pyspark = pytest.importorskip("pyspark")
 
 from pyspark.sql.streaming.datasource import ReadAllAvailable  # noqa: E402
 
-from cdc.embedded import EmbeddedMariaDB  # noqa: E402
 from streaming.source import BinlogCdcDataSource  # noqa: E402
 from support.spark_support import source_options  # noqa: E402
-from tests.conftest import start_or_skip  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark]
 
 
-@pytest.fixture(scope="module")
-def nolog(tmp_path_factory):
-    srv = start_or_skip(EmbeddedMariaDB(tmp_path_factory.mktemp("nolog"),
-                                        extra_options={"binlog_row_metadata": "NO_LOG"}))
-    try:
-        yield srv
-    finally:
-        srv.cleanup()
+@pytest.fixture
+def nolog(mariadb_nolog):
+    return mariadb_nolog
 
 
 _dbs = iter(range(1, 1000))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from deltalake import DeltaTable  # noqa: E402
 
 from streaming.delta import DeltaUpserter  # noqa: E402
 
-from support.processes import DELTA_JOB, kill_group, start_job  # noqa: E402
+from support.processes import DELTA_JOB, kill_group, run_to_end, start_job  # noqa: E402
 from support.spark_support import source_options  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -265,14 +264,7 @@ def test_million_rows_killed_three_times_mid_snapshot(mariadb_factory, tmp_path)
         monitor.join()
     t1 = time.monotonic()
     killed_phase = t1 - t_snap
-    proc = start_job(script, cfg, log)
-    try:
-        proc.wait(timeout=600)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        pytest.fail(log.read_text()[-3000:])
-    out = log.read_text()
-    assert proc.returncode == 0, out[-3000:]
+    run_to_end(script, cfg, log)
     got, want = _delta(root, db, "orders", ["id"]), _rows(mariadb, db, "orders", "id")
     print(f"SNAPSHOT-KILL rows={rows} created_s={created:.1f} kills={len(kills)} "
           f"batch_lines_at_kills={kills} writes={stats['writes']} "

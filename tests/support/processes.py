@@ -62,6 +62,21 @@ def start_job(script: Path, cfg: dict, log: Path) -> subprocess.Popen:
                                 stdin=subprocess.DEVNULL, start_new_session=True)
 
 
+def run_to_end(script: Path, cfg: dict, log: Path, timeout: float = 600) -> str:
+    """Start the job and wait for it to end by itself (killed -9 after *timeout* s, failing the
+    test); asserts it exited 0 and returns its whole log."""
+    import pytest
+    proc = start_job(script, cfg, log)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        pytest.fail(log.read_text()[-4000:])
+    out = log.read_text()
+    assert proc.returncode == 0, out[-4000:]
+    return out
+
+
 def kill_group(proc: subprocess.Popen) -> None:
     """kill -9 the process and its session (the job and its Spark JVM), then reap it."""
     try:
