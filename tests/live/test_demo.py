@@ -15,7 +15,10 @@ pytestmark = [pytest.mark.server, pytest.mark.spark]
 
 BATCH = re.compile(r"^\[demo (\d\d):(\d\d):(\d\d)\] batch +(\d+): +(\d+) changes upserted "
                    r"\(total (\d+)\), lag ([\d.]+)-([\d.]+) s, (?:(\d+) binlog bytes behind|"
-                   r"snapshot: .* table\(s\) left|snapshot done, the binlog next)$")
+                   r"snapshot of \S+: tables \d+/\d+, chunks \d+/\d+, rows [\d,]+/~[\d,]+, .*, ETA .*|"
+                   r"snapshot done(?: \(tables \d+/\d+, chunks \d+/\d+, rows [\d,]+/~[\d,]+\))?, "
+                   r"the binlog next|snapshot: a batch replayed from the checkpoint "
+                   r"\(no progress reported\))$")
 STAMP = re.compile(r"^\[demo (\d\d):(\d\d):(\d\d)\] ")
 
 
