@@ -9,8 +9,6 @@ and order) and rows."""
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 import random
 import subprocess
 import time
@@ -23,7 +21,7 @@ pytest.importorskip("deltalake")
 
 from deltalake import DeltaTable  # noqa: E402
 
-from tests.support.ddl_workload import Recorder, run_workload  # noqa: E402
+from tests.support.ddl_workload import Recorder, norm, run_workload  # noqa: E402
 from tests.support.processes import DELTA_JOB, kill_group, run_to_end, start_job  # noqa: E402
 from tests.support.spark_support import source_options  # noqa: E402
 
@@ -43,15 +41,6 @@ def _wait_for(log: Path, proc: subprocess.Popen, what, timeout: float = 300) -> 
         time.sleep(0.2)
 
 
-def _value(v):
-    """A Delta value as the server's SELECT gives it (PyMySQL: DATETIME naive, DECIMAL)."""
-    if isinstance(v, dt.datetime) and v.tzinfo is not None:
-        return v.replace(tzinfo=None)
-    if isinstance(v, float):
-        return decimal.Decimal(str(v))
-    return v
-
-
 def _source(server, db: str, table: str) -> tuple[list[str], list[tuple]]:
     conn = server.connect(database=db)
     try:
@@ -61,12 +50,12 @@ def _source(server, db: str, table: str) -> tuple[list[str], list[tuple]]:
             names = [d[0] for d in cur.description]
     finally:
         conn.close()
-    return names, sorted((tuple(_value(v) for v in r) for r in rows), key=repr)
+    return names, sorted((tuple(norm(v) for v in r) for r in rows), key=repr)
 
 
 def _delta(root: Path, db: str, table: str) -> tuple[list[str], list[tuple]]:
     data = DeltaTable(str(root / db / table)).to_pyarrow_table()
-    return data.column_names, sorted((tuple(_value(v) for v in r.values())
+    return data.column_names, sorted((tuple(norm(v) for v in r.values())
                                       for r in data.to_pylist()), key=repr)
 
 
