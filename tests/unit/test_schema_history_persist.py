@@ -160,3 +160,17 @@ def test_column_defaults_survive_the_round_trip():
     assert [c.default for c in restored.columns] == [c.default for c in original.columns]
     assert [c.default for c in original.columns][-3:] == [("num", "7"), ("expr", "CURRENT_TIMESTAMP"),
                                                           ("str", "a'b")]
+
+
+def test_a_restored_history_follows_latin2_czech_cs_without_the_servers_names():
+    """latin2_czech_cs (id 2) decodes differently from latin2's other collations: a history
+    restored in a Spark task (which has not read the server's collation names) must still give
+    a column declared with it that id (the type oracle's NO_LOG latin2 stream case found it
+    falling back to latin2_general_ci)."""
+    h = _seeded()
+    restored = SchemaHistory.from_json(json.loads(_text(h, 5)))
+    restored.apply("CREATE TABLE cz (id INT PRIMARY KEY, k VARCHAR(9) CHARACTER SET latin2 "
+                   "COLLATE latin2_czech_cs, g VARCHAR(9) CHARACTER SET latin2)",
+                   schema="db", file=F, pos=10)
+    cols = restored.lookup("db", "cz", F, 11)[0].columns
+    assert [c.collation for c in cols] == [None, 2, 9]
