@@ -179,12 +179,11 @@ def _source(table: dict) -> dict[str, str]:
                                      f"list of strings, not {value!r}")
         source[str(key)] = _option_text(value)
     lower = {k.lower(): v for k, v in source.items()}
-    if lower.get("schemahistory", "true").lower() != "false" \
+    # the upserter follows the source's DDL (README: Schema changes) unless told otherwise
+    if "includeschemachanges" not in lower \
+            and lower.get("schemahistory", "true").lower() != "false" \
             and lower.get("layout", "envelope").lower() != "flat":
-        # the upserter follows the source's DDL (README: Schema changes) unless told otherwise
-        lower.setdefault("includeschemachanges", None)
-        if lower["includeschemachanges"] is None:
-            source["includeSchemaChanges"] = "true"
+        source["includeSchemaChanges"] = "true"
     secret_env = source.pop("password_env", None)
     secret_file = source.pop("password_file", None)
     if secret_env:
