@@ -18,7 +18,7 @@ from typing import NamedTuple
 from cdc.binlog.constants import ColumnType as T
 from cdc.binlog.files import collation_for_charset
 from cdc.errors import ConfigurationError
-from cdc.values.charsets import BINARY_COLLATION, charset_of
+from cdc.values.charsets import BINARY_COLLATION, DECODED_APART, charset_of
 from cdc.values.types import ColumnDef, type_info
 
 __all__ = ["ServerColumn", "CODES", "BLOB_LENGTH_BYTES", "server_column", "shape_problems",
@@ -197,12 +197,6 @@ def charset_collation(charset: str, known: dict | None = None) -> int:
     return hit if hit is not None else collation_for_charset(n)
 
 
-#: collations that decode differently from their character set's default, by name: their ids
-#: are the same on MySQL and MariaDB (used when the server's names are not at hand, e.g. a
-#: history restored in a Spark task)
-_DECODE_APART = {"latin2_czech_cs": 2}
-
-
 def collation_of_name(collation: str, known: dict | None = None) -> int:
     """The id of the collation *collation* (``latin1_swedish_ci``, ``utf8mb4_0900_ai_ci``,
     ``binary``): from *known* (the server's names), else its character set's default collation
@@ -213,8 +207,8 @@ def collation_of_name(collation: str, known: dict | None = None) -> int:
         return BINARY_COLLATION
     if known and n in known:
         return known[n]
-    if n in _DECODE_APART:
-        return _DECODE_APART[n]
+    if n in DECODED_APART:      # the server's names not at hand (a history restored in a task)
+        return DECODED_APART[n]
     cs = n.split("_", 1)[0]
     return charset_collation("utf8mb3" if cs == "utf8" else cs, known)
 

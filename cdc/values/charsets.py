@@ -80,9 +80,11 @@ def charset_of(collation_id: int | None) -> str | None:
     return None
 
 
-#: Collations that convert differently from their character set: latin2_czech_cs (id 2) turns
-#: bytes 0x7F-0x9F into "?" (CONVERT(... USING utf8mb4) on the server), latin2 keeps them.
-_COLLATION_CODECS = {2: "mysql_latin2_czech"}
+#: Collations that convert differently from their character set, by name and id (the same on
+#: MySQL and MariaDB): latin2_czech_cs turns bytes 0x7F-0x9F into "?" (CONVERT(... USING utf8mb4)
+#: on the server), latin2 keeps them.
+DECODED_APART = {"latin2_czech_cs": 2}
+_COLLATION_CODECS = {DECODED_APART["latin2_czech_cs"]: "mysql_latin2_czech"}
 SINGLE_BYTE["latin2_czech"] = (SINGLE_BYTE["latin2"][:0x7F] + "?" * (0xA0 - 0x7F)
                                + SINGLE_BYTE["latin2"][0xA0:])
 
