@@ -153,12 +153,17 @@ def _query(spark, opts: dict, fn, ckpt: str, trigger: dict):
 
 
 def stream_to_delta(spark, conn, db, start_file, out, ckpt, max_events, min_partitions=1,
-                    timeout=900.0):
-    """(changes, seconds, batches, seconds in triggers) of one availableNow run into Delta."""
+                    timeout=900.0, table=None):
+    """(changes, seconds, batches, seconds in triggers) of one availableNow run into Delta
+    (*table*: typed mode, option table=db.table)."""
     up = _upserter(conn, out, "bench-e2e")
+    opts = _options(conn, db, start_file, maxEventsPerTrigger=max_events,
+                    minPartitions=min_partitions)
+    if table:
+        del opts["includeTables"]
+        opts["table"] = f"{db}.{table}"
     t = time.perf_counter()
-    q = _query(spark, _options(conn, db, start_file, maxEventsPerTrigger=max_events,
-                               minPartitions=min_partitions), up, ckpt, {"availableNow": True})
+    q = _query(spark, opts, up, ckpt, {"availableNow": True})
     if not q.awaitTermination(timeout):
         q.stop()
         raise RuntimeError(f"availableNow query did not stop in {timeout} s")
@@ -364,7 +369,8 @@ def latency(spark, server, conn, work: str, rate: int, seconds: float, trigger: 
 
 def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
         max_events: int | None = None, trigger: str = "0 seconds", hand: bool = True,
-        decoder: bool = True, min_partitions: int = 1, out=print) -> dict:
+        decoder: bool = True, min_partitions: int = 1, typed: bool = False,
+        out=print) -> dict:
     """Everything, in one run; returns {"throughput": [...], "latency": [...], "start": {...},
     "rss": {...}} and prints the tables as it goes."""
     from cdc.embedded import EmbeddedMariaDB
@@ -399,7 +405,8 @@ def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
                     n, dt, batches, busy = stream_to_delta(spark, conn, db, start_file,
                                                      os.path.join(work, "d-" + name),
                                                      os.path.join(work, "c-" + name), max_events,
-                                                     min_partitions)
+                                                     min_partitions,
+                                                     table=KEY_OF[name] if typed else None)
                     r.update(changes=n, seconds=dt, rate=n / dt, batches=batches,
                              sustained=n / busy if busy else float("nan"))
                     if decoder:
@@ -493,13 +500,15 @@ def main(argv=None) -> dict:
     ap.add_argument("--trigger", default="0 seconds", help="latency runs' processingTime trigger")
     ap.add_argument("--min-partitions", type=int, default=1,
                     help="minPartitions of the throughput runs (default 1)")
+    ap.add_argument("--typed", action="store_true",
+                    help="throughput runs in typed mode (option table=db.<the workload's table>)")
     ap.add_argument("--no-hand", action="store_true", help="skip the hand-written pipeline")
     ap.add_argument("--markdown", help="also write the tables to this file")
     args = ap.parse_args(argv)
     rates = None if not args.rates else [] if args.rates == "none" else [
         int(x) for x in args.rates.split(",")]
     res = run(args.scale, args.workloads, rates, args.max_events, args.trigger,
-              hand=not args.no_hand, min_partitions=args.min_partitions)
+              hand=not args.no_hand, min_partitions=args.min_partitions, typed=args.typed)
     text = table(res)
     print()
     print(text)

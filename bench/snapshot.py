@@ -10,6 +10,8 @@ DATETIME(3)) and measures on that table:
   decoder's) with each client library, no Spark, one process (mysqlclient only when installed);
 * ``spark->delta``: ``readStream.format("binlog-cdc")`` with ``startingPosition=snapshot``,
   availableNow, ``foreachBatch(DeltaUpserter)`` (query start to end; the session is warm);
+  ``typed (option table)``: the same in typed mode (``option("table", "db.orders")``: row images
+  as Arrow structs from the tasks to the MERGE, no JSON on the way);
 * ``hand-written``: what a user would write instead: PyMySQL ``SELECT *`` (unbuffered) ->
   pyarrow -> ``deltalake.write_deltalake`` (one transaction for the whole table, no chunks, no
   upsert semantics).
@@ -76,7 +78,9 @@ def _reader(conn: dict, chunk_rows: int, client: str | None = None) -> tuple[int
     return n, time.perf_counter() - t0
 
 
-def _spark(spark, conn: dict, out: str, chk: str, chunk_rows: int) -> tuple[int, float]:
+def _spark(spark, conn: dict, out: str, chk: str, chunk_rows: int,
+           typed: bool = False) -> tuple[int, float]:
+    """*typed*: option table (typed mode: row images as structs, no JSON on the way)."""
     from streaming.delta import DeltaUpserter
     up = DeltaUpserter(out, host=conn["host"], port=conn["port"], user=conn["user"],
                        password=conn["password"], app_id="bench")
@@ -91,7 +95,8 @@ def _spark(spark, conn: dict, out: str, chk: str, chunk_rows: int) -> tuple[int,
     q = (spark.readStream.format("binlog-cdc")
          .option("host", conn["host"]).option("port", str(conn["port"]))
          .option("user", conn["user"]).option("password", conn["password"])
-         .option("includeTables", f"{DB}.orders").option("startingPosition", "snapshot")
+         .option("table" if typed else "includeTables", f"{DB}.orders")
+         .option("startingPosition", "snapshot")
          .option("snapshotChunkRows", str(chunk_rows)).load()
          .writeStream.foreachBatch(fb).option("checkpointLocation", chk)
          .trigger(availableNow=True).start())
@@ -163,6 +168,9 @@ def main(argv=None) -> None:
                 "reader (pymysql)": _reader(conn, args.chunk_rows, "pymysql"),
                 "spark->delta": _spark(spark, conn, os.path.join(work, "delta"),
                                        os.path.join(work, "chk"), args.chunk_rows),
+                "spark->delta, typed (option table)": _spark(
+                    spark, conn, os.path.join(work, "delta-typed"),
+                    os.path.join(work, "chk-typed"), args.chunk_rows, typed=True),
                 "hand-written": _hand_written(conn, os.path.join(work, "hand")),
             })
     finally:

@@ -69,7 +69,7 @@ from cdc.replica.sql import SqlSession, connect
 from streaming.catalog import columns_from_server
 from streaming.delta_schema import SCHEMA_CHANGE, apply_schema_changes
 from streaming.json_images import NotFast, read_images, reader_schema
-from streaming.last_change import by_table, last_changes, last_truncate
+from streaming.last_change import by_table, last_changes, last_changes_typed, last_truncate
 from streaming.schema import spark_column
 
 _DECODE = json.JSONDecoder(parse_float=Decimal).decode   # one decoder (json.loads makes one a call)
@@ -198,6 +198,11 @@ def _from_typed_value(col: ColumnDef, spark: DataType) -> Callable[[object], obj
     return None
 
 
+def _per_value(conv: Callable[[object], object]) -> Callable[[pa.Array], pa.Array]:
+    """A converter of values as one of Arrow columns (to text: only TIME has one)."""
+    return lambda arr: pa.array([conv(v) for v in arr.to_pylist()], pa.string())
+
+
 # --- the upserter ----------------------------------------------------------------------------------
 
 
@@ -226,6 +231,9 @@ class _Table:
         self.schema = arrow_schema(info.columns)
         self.json_conv = [_from_json_value(c, s) for c, s in zip(self.columns, self.spark_types)]
         self.typed_conv = [_from_typed_value(c, s) for c, s in zip(self.columns, self.spark_types)]
+        # the same for whole Arrow columns of typed images
+        self.typed_arrow_conv = {c.name: _per_value(f) for c, f in zip(self.columns,
+                                                                       self.typed_conv) if f}
         self.read_schema = reader_schema(self.schema)      # None: JSON images value by value
 
 
@@ -424,15 +432,20 @@ class DeltaUpserter:
 
     def _last_changes_of(self, db: str, name: str, part: pa.Table, typed: bool) -> pa.Table:
         """:meth:`_last_changes` of an Arrow table of one table's changes in ``seq`` order:
-        JSON images in Arrow compute (:mod:`streaming.last_change`) where they can be."""
+        typed images, and JSON images where they can be, in Arrow compute
+        (:mod:`streaming.last_change`)."""
         tbl = self._table(db, name)
-        if not typed and tbl.read_schema is not None:
-            try:
+        try:
+            if typed:
+                return last_changes_typed(part.column("op"), part.column("before"),
+                                          part.column("after"), tbl.schema, tbl.primary_key,
+                                          OP_COLUMN, tbl.typed_arrow_conv)
+            if tbl.read_schema is not None:
                 return last_changes(part.column("op"), part.column("before"),
                                     part.column("after"), tbl.schema, tbl.read_schema,
                                     tbl.names, tbl.primary_key, OP_COLUMN)
-            except NotFast as e:
-                log.debug("%s.%s: per-value path (%s)", db, name, e)
+        except NotFast as e:
+            log.debug("%s.%s: per-value path (%s)", db, name, e)
         rows = list(zip(*(part.column(c).to_pylist() for c in ("op", "before", "after", "seq"))))
         return self._last_changes(db, name, rows, typed, fast=False)
 

@@ -396,3 +396,46 @@ def test_job_config_runs_the_pipeline(spark, mariadb, db, tmp_path, monkeypatch)
         client.close()
     assert sum(int(line.split(": ")[1].split()[0]) for line in batch_lines) == expected > 30
     assert DeltaTable(str(root / db / "orders")).transaction_version("job-test") is not None
+
+
+def test_type_matrix_typed_mode_gives_the_json_paths_delta_table(spark, mariadb, db, tmp_path,
+                                                                 caplog):
+    """Typed mode (option table) upserts the whole type matrix -- extremes, NULLs, zero dates,
+    TIME, BIT, JSON, GEOMETRY, binary, charsets -- into the same Delta table, value for value,
+    as the JSON envelope; its last-change step is the Arrow one (no per-value fallback)."""
+    import logging
+    from test_types_live import COLUMNS, MAX_ROW, MIN_ROW, NULL_ROW, ZERO_ROW
+    start = mariadb.current_position()
+    conn = mariadb.connect(database=db)
+    with conn.cursor() as cur:
+        cur.execute("SET SESSION sql_mode = ''")
+        cur.execute("SET SESSION time_zone = '+00:00'")
+        cur.execute(f"CREATE TABLE m ({COLUMNS})")
+        for row in (MAX_ROW, MIN_ROW, NULL_ROW, ZERO_ROW):
+            cur.execute(f"INSERT INTO m VALUES ({row})")
+        cur.execute("UPDATE m SET id = id + 10, vc = CONCAT(vc, '✓'), t6 = '-12:34:56.5' "
+                    "WHERE id IN (1, 4)")                       # key changes too
+        cur.execute("DELETE FROM m WHERE id = 3")
+    conn.close()
+    roots = {}
+    for mode in ("json", "typed"):
+        roots[mode] = tmp_path / f"delta-{mode}"
+        opts = source_options(mariadb, db, start, maxEventsPerTrigger=3)
+        if mode == "typed":
+            del opts["includeTables"]
+            opts["table"] = f"{db}.m"
+        with caplog.at_level(logging.DEBUG, logger="binlog_cdc.delta"):
+            caplog.clear()
+            q = run_available_now(spark, opts, upserter(mariadb, roots[mode]),
+                                  tmp_path / f"chk-{mode}")
+        assert q.exception() is None, q.exception()
+        if mode == "typed":
+            assert "per-value path" not in caplog.text
+    json_t, typed_t = (DeltaTable(str(roots[m] / db / "m")).to_pyarrow_table().sort_by("id")
+                       for m in ("json", "typed"))
+    assert typed_t.schema == json_t.schema
+    assert json_t.column("id").to_pylist() == [2, 11, 14]
+    for name in json_t.column_names:
+        assert typed_t.column(name).to_pylist() == json_t.column(name).to_pylist(), name
+    t6 = typed_t.column("t6").to_pylist()
+    assert t6 == ["-00:00:00.000001", "-12:34:56.500000", "-12:34:56.500000"]

@@ -133,3 +133,65 @@ def test_by_table_splits_in_order_of_appearance_and_sorts_each_by_seq_stably():
     ops = pa.table({"op": pa.array(["c", "t", "u", "t", "d", None], pa.string())})
     assert last_truncate(ops) == 3
     assert last_truncate(ops.slice(4)) is None
+
+
+# --- typed-mode images (option table=db.t): struct columns, no JSON ---------------------------
+
+
+def _structs(tbl, texts, fields=None):
+    """Typed-mode images of the JSON *texts* (None: no image): a struct array."""
+    from streaming.json_images import read_images as read
+    rows = [t for t in texts if t is not None]
+    table = read(rows, tbl.schema, tbl.read_schema, [])
+    it = iter(range(len(rows)))
+    take = pa.array([None if t is None else next(it) for t in texts], pa.int64())
+    children = [table.column(i).combine_chunks().take(take) for i in range(table.num_columns)]
+    return pa.StructArray.from_arrays(children, fields=fields or list(tbl.schema),
+                                      mask=pa.array([t is None for t in texts]))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_typed_images_same_as_the_per_value_typed_path(seed):
+    from streaming.last_change import last_changes_typed
+    up = DeltaUpserter("/nonexistent", app_id="t",
+                       columns=lambda db, table: TableInfo(COLUMNS, ["id"]))
+    tbl = up._table("db", "t")
+    changes = _changes(seed, 300)
+    ops, befores, afters, seqs = zip(*changes)
+    b, a = _structs(tbl, befores), _structs(tbl, afters)
+    new = last_changes_typed(pa.array(ops), b, a, tbl.schema, tbl.primary_key, OP_COLUMN,
+                             tbl.typed_arrow_conv)
+    slow = up._last_changes("db", "t", list(zip(ops, b.to_pylist(), a.to_pylist(), seqs)), True,
+                            fast=False)
+    assert new.schema == slow.schema
+    key = lambda r: r["id"]                           # noqa: E731 (order is the walk's own)
+    assert sorted(new.to_pylist(), key=key) == sorted(slow.to_pylist(), key=key)
+    # and the same rows, in the same order, as the JSON images give
+    assert new.to_pylist() == _vectorised(tbl, changes).to_pylist()
+
+
+def test_typed_time_columns_become_their_text_and_other_fields_are_not_fast():
+    import datetime as dt
+    from streaming.last_change import last_changes_typed
+    cols = [_col(0, "id", T.LONG, None), _col(1, "t", T.TIME2, 6)]
+    up = DeltaUpserter("/nonexistent", app_id="t",
+                       columns=lambda db, table: TableInfo(cols, ["id"]))
+    tbl = up._table("db", "t")
+    assert tbl.schema.field("t").type == pa.string()          # Delta has no interval type
+    fields = [pa.field("id", pa.int32()), pa.field("t", pa.duration("us"))]
+    after = pa.StructArray.from_arrays(
+        [pa.array([1, 2, 1], pa.int32()),
+         pa.array([dt.timedelta(hours=-838, seconds=-1), dt.timedelta(microseconds=5), None],
+                  pa.duration("us"))], fields=fields)
+    ops = pa.array(["c", "c", "u"])
+    before = pa.StructArray.from_arrays([pa.array([None, None, 1], pa.int32()),
+                                         pa.array([None] * 3, pa.duration("us"))],
+                                        fields=fields, mask=pa.array([True, True, False]))
+    got = last_changes_typed(ops, before, after, tbl.schema, tbl.primary_key, OP_COLUMN,
+                             tbl.typed_arrow_conv).to_pylist()
+    assert got == [{"id": 2, "t": "00:00:00.000005", OP_COLUMN: "c"},
+                   {"id": 1, "t": None, OP_COLUMN: "u"}]
+    other = pa.StructArray.from_arrays(after.flatten(), names=["id", "renamed"])
+    with pytest.raises(NotFast):
+        last_changes_typed(ops, before, other, tbl.schema, tbl.primary_key, OP_COLUMN,
+                           tbl.typed_arrow_conv)
