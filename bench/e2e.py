@@ -369,7 +369,7 @@ def latency(spark, server, conn, work: str, rate: int, seconds: float, trigger: 
 
 def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
         max_events: int | None = None, trigger: str = "0 seconds", hand: bool = True,
-        decoder: bool = True, min_partitions: int = 1, typed: bool = False,
+        decoder: bool = True, min_partitions: int = 1, modes=("json",),
         out=print) -> dict:
     """Everything, in one run; returns {"throughput": [...], "latency": [...], "start": {...},
     "rss": {...}} and prints the tables as it goes."""
@@ -401,24 +401,28 @@ def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
                     rows = cfg["rows"][name]
                     db, start_file, files = run_workload(server, name, rows,
                                                          os.path.join(work, "bl-" + name))
-                    r = {"workload": name}
-                    n, dt, batches, busy = stream_to_delta(spark, conn, db, start_file,
-                                                     os.path.join(work, "d-" + name),
-                                                     os.path.join(work, "c-" + name), max_events,
-                                                     min_partitions,
-                                                     table=KEY_OF[name] if typed else None)
-                    r.update(changes=n, seconds=dt, rate=n / dt, batches=batches,
-                             sustained=n / busy if busy else float("nan"))
+                    decoder_rate = hand_rate = hand_changes = None
                     if decoder:
                         m = measure("tuples", files)
-                        r["decoder_rate"] = m["rows"] / m["seconds"]
+                        decoder_rate = m["rows"] / m["seconds"]
                     if hand:
                         hn, ht = hand_written(conn, db, KEY_OF[name], start_file,
                                               os.path.join(work, "h-" + name), max_events)
-                        r["hand_rate"] = hn / ht
-                        r["hand_changes"] = hn
-                    res["throughput"].append(r)
-                    out(_throughput_row(r))
+                        hand_rate, hand_changes = hn / ht, hn
+                    for mode in modes:
+                        typed = mode == "typed"
+                        tag = name + ("-typed" if typed else "")
+                        r = {"workload": name + (" (typed: option table)" if typed else "")}
+                        n, dt, batches, busy = stream_to_delta(
+                            spark, conn, db, start_file, os.path.join(work, "d-" + tag),
+                            os.path.join(work, "c-" + tag), max_events, min_partitions,
+                            table=KEY_OF[name] if typed else None)
+                        r.update(changes=n, seconds=dt, rate=n / dt, batches=batches,
+                                 sustained=n / busy if busy else float("nan"),
+                                 decoder_rate=decoder_rate, hand_rate=hand_rate,
+                                 hand_changes=hand_changes)
+                        res["throughput"].append(r)
+                        out(_throughput_row(r))
                 out(LATENCY_HEADER)
                 for rate in rates:
                     lat = latency(spark, server, conn, work, rate, cfg["lat_seconds"], trigger,
@@ -500,15 +504,17 @@ def main(argv=None) -> dict:
     ap.add_argument("--trigger", default="0 seconds", help="latency runs' processingTime trigger")
     ap.add_argument("--min-partitions", type=int, default=1,
                     help="minPartitions of the throughput runs (default 1)")
-    ap.add_argument("--typed", action="store_true",
-                    help="throughput runs in typed mode (option table=db.<the workload's table>)")
+    ap.add_argument("--modes", default="json,typed",
+                    help="throughput runs: json (the envelope, option includeTables) and/or "
+                         "typed (option table=db.<the workload's table>), comma-separated")
     ap.add_argument("--no-hand", action="store_true", help="skip the hand-written pipeline")
     ap.add_argument("--markdown", help="also write the tables to this file")
     args = ap.parse_args(argv)
     rates = None if not args.rates else [] if args.rates == "none" else [
         int(x) for x in args.rates.split(",")]
     res = run(args.scale, args.workloads, rates, args.max_events, args.trigger,
-              hand=not args.no_hand, min_partitions=args.min_partitions, typed=args.typed)
+              hand=not args.no_hand, min_partitions=args.min_partitions,
+              modes=[m for m in args.modes.split(",") if m])
     text = table(res)
     print()
     print(text)

@@ -44,9 +44,12 @@ def test_e2e_tiny_prints_complete_tables(tmp_path):
     number = re.compile(r"^[0-9][0-9,]*(\.[0-9]+)?$")
 
     thr = _rows(text, "| workload |")
-    assert [r[0] for r in thr] == ["inserts", "updates", "small_tx"]
-    # tiny scale: 2000 inserted rows, 2000 updated rows, 200 one-row transactions, all streamed
-    assert [r[1] for r in thr] == ["2,000", "2,000", "200"]
+    typed = " (typed: option table)"
+    assert [r[0] for r in thr] == ["inserts", "inserts" + typed, "updates", "updates" + typed,
+                                   "small_tx", "small_tx" + typed]
+    # tiny scale: 2000 inserted rows, 2000 updated rows, 200 one-row transactions, all streamed,
+    # in each mode
+    assert [r[1] for r in thr] == ["2,000", "2,000", "2,000", "2,000", "200", "200"]
     for r in thr:
         assert len(r) == 9 and all(number.match(c) for c in r[1:]), r
         assert float(r[3].replace(",", "")) > 0
