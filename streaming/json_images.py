@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-__all__ = ["NotFast", "reader_schema", "read_images"]
+__all__ = ["NotFast", "as_type", "reader_schema", "read_images"]
 
 
 class NotFast(Exception):
@@ -80,13 +80,15 @@ def read_images(texts, schema: pa.Schema, read_schema: pa.Schema,
     for name in need:
         if not pc.all(pc.match_substring(arr, json.dumps(name) + ": ")).as_py():
             raise NotFast(f"an image lacks column {name}")
-    columns = []
-    for f in schema:
-        col = table.column(f.name)
-        if col.type != f.type:
-            try:
-                col = pc.cast(col, f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                raise NotFast(str(e)) from None
-        columns.append(col)
-    return pa.Table.from_arrays(columns, schema=schema)
+    return pa.Table.from_arrays([as_type(table.column(f.name), f.type) for f in schema],
+                                schema=schema)
+
+
+def as_type(col, type: pa.DataType):
+    """*col* cast to *type* where it differs; :class:`NotFast` when Arrow cannot cast it."""
+    if col.type == type:
+        return col
+    try:
+        return pc.cast(col, type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise NotFast(str(e)) from None

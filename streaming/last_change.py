@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streaming.json_images import NotFast, read_images
+from streaming.json_images import NotFast, as_type, read_images
 
 __all__ = ["by_table", "last_changes", "last_changes_typed", "last_truncate"]
 
@@ -70,14 +70,8 @@ def _typed_table(structs: pa.Array, schema: pa.Schema, convert) -> pa.Table:
         col = structs.field(i)
         if structs.null_count:                  # (only rows with an image are taken)
             col = pc.if_else(pc.is_valid(structs), col, pa.nulls(len(col), col.type))
-        if convert and f.name in convert:
-            col = convert[f.name](col)
-        elif col.type != f.type:
-            try:
-                col = pc.cast(col, f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                raise NotFast(str(e)) from None
-        columns.append(col)
+        columns.append(convert[f.name](col) if convert and f.name in convert
+                       else as_type(col, f.type))
     return pa.Table.from_arrays(columns, schema=schema)
 
 

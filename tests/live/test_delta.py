@@ -404,15 +404,11 @@ def test_type_matrix_typed_mode_gives_the_json_paths_delta_table(spark, mariadb,
     TIME, BIT, JSON, GEOMETRY, binary, charsets -- into the same Delta table, value for value,
     as the JSON envelope; its last-change step is the Arrow one (no per-value fallback)."""
     import logging
-    from test_types_live import COLUMNS, MAX_ROW, MIN_ROW, NULL_ROW, ZERO_ROW
+    from test_types_live import fill_matrix
     start = mariadb.current_position()
     conn = mariadb.connect(database=db)
     with conn.cursor() as cur:
-        cur.execute("SET SESSION sql_mode = ''")
-        cur.execute("SET SESSION time_zone = '+00:00'")
-        cur.execute(f"CREATE TABLE m ({COLUMNS})")
-        for row in (MAX_ROW, MIN_ROW, NULL_ROW, ZERO_ROW):
-            cur.execute(f"INSERT INTO m VALUES ({row})")
+        fill_matrix(cur)
         cur.execute("UPDATE m SET id = id + 10, vc = CONCAT(vc, '✓'), t6 = '-12:34:56.5' "
                     "WHERE id IN (1, 4)")                       # key changes too
         cur.execute("DELETE FROM m WHERE id = 3")

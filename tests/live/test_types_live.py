@@ -104,16 +104,21 @@ def _assert_row(ours, theirs, what):
         assert _close(name, a, b), f"{what}: column {name}: decoded {a!r:.200} != SELECT {b!r:.200}"
 
 
+def fill_matrix(cur) -> None:
+    """Creates the type matrix table ``m`` (in the cursor's database) with its four rows."""
+    cur.execute("SET SESSION sql_mode = ''")
+    cur.execute("SET SESSION time_zone = '+00:00'")
+    cur.execute(f"CREATE TABLE m ({COLUMNS})")
+    for row in (MAX_ROW, MIN_ROW, NULL_ROW, ZERO_ROW):
+        cur.execute(f"INSERT INTO m VALUES ({row})")
+
+
 @pytest.fixture
 def matrix_binlogs(mariadb, db, binlog_snapshot):
     start_file, _ = mariadb.current_position()
     conn = mariadb.connect(database=db)
     with conn.cursor() as cur:
-        cur.execute("SET SESSION sql_mode = ''")
-        cur.execute("SET SESSION time_zone = '+00:00'")
-        cur.execute(f"CREATE TABLE m ({COLUMNS})")
-        for row in (MAX_ROW, MIN_ROW, NULL_ROW, ZERO_ROW):
-            cur.execute(f"INSERT INTO m VALUES ({row})")
+        fill_matrix(cur)
     inserted = _select(conn, db, [1, 2, 3, 4])
     with conn.cursor() as cur:
         cur.execute("UPDATE m SET vc = CONCAT(vc, '✓'), dc = -dc, t6 = '-12:34:56.5', ts6 = "
