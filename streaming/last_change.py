@@ -43,8 +43,8 @@ def last_changes(ops: pa.Array, befores: pa.Array, afters: pa.Array, schema: pa.
     ``seq`` order) as a table of *schema* plus *op_column*; :class:`NotFast` when the images
     need the per-value path."""
     ops, befores, afters, is_d, a_at, b_at = _sides(ops, befores, afters, schema, primary_key)
-    a = read_images(afters.take(pa.array(a_at)), schema, read_schema, names)
-    b = read_images(befores.take(pa.array(b_at)), schema, read_schema, primary_key)
+    a = read_images(_take(afters, a_at), schema, read_schema, names)
+    b = read_images(_take(befores, b_at), schema, read_schema, primary_key)
     return _last_of(ops, is_d, a_at, a, b_at, b, schema, primary_key, op_column)
 
 
@@ -56,9 +56,14 @@ def last_changes_typed(ops: pa.Array, befores: pa.Array, afters: pa.Array, schem
     their Delta type (TIME); any other difference is a cast. :class:`NotFast` when the structs'
     fields are not the schema's columns."""
     ops, befores, afters, is_d, a_at, b_at = _sides(ops, befores, afters, schema, primary_key)
-    a = _typed_table(afters.take(pa.array(a_at)), schema, convert)
-    b = _typed_table(befores.take(pa.array(b_at)), schema, convert)
+    a = _typed_table(_take(afters, a_at), schema, convert)
+    b = _typed_table(_take(befores, b_at), schema, convert)
     return _last_of(ops, is_d, a_at, a, b_at, b, schema, primary_key, op_column)
+
+
+def _take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
+    """*arr*'s elements at *rows* (ascending indexes): *arr* itself when that is all of them."""
+    return arr if len(rows) == len(arr) else arr.take(pa.array(rows))
 
 
 def _typed_table(structs: pa.Array, schema: pa.Schema, convert) -> pa.Table:
@@ -98,6 +103,11 @@ def _last_of(ops, is_d, a_at, a, b_at, b, schema, primary_key, op_column) -> pa.
     """The winners among the after images *a* (of changes *a_at*) and before images *b* (of
     changes *b_at*)."""
     ops_np = ops.to_numpy(zero_copy_only=False)
+    if not len(b_at) and _unique(a, primary_key):
+        # inserts and snapshot rows of distinct keys (a bulk load, a snapshot chunk): each
+        # change is its key's last, in order -- what the candidates below would pick
+        return a.append_column(pa.field(op_column, pa.string()),
+                               pa.array(ops_np[a_at], pa.string()))
 
     def cand(table, rows, at, pos, op):
         cols = {k: table.column(k).take(pa.array(rows, pa.int64())) for k in primary_key}
@@ -142,6 +152,14 @@ def _last_of(ops, is_d, a_at, a, b_at, b, schema, primary_key, op_column) -> pa.
     op = (pa.chunked_array([c for p in op_parts for c in p.chunks], pa.string()) if op_parts
           else pa.array([], pa.string()))
     return result.append_column(pa.field(op_column, pa.string()), op)
+
+
+def _unique(table: pa.Table, keys: list[str]) -> bool:
+    """Whether no two rows of *table* have the same *keys* (nulls equal, as in a group-by)."""
+    if len(keys) == 1:
+        return pc.count_distinct(table.column(keys[0]), mode="all").as_py() == table.num_rows
+    return table.select(keys).group_by(keys, use_threads=False).aggregate([]).num_rows \
+        == table.num_rows
 
 
 def by_table(changes: pa.Table):

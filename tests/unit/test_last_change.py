@@ -195,3 +195,35 @@ def test_typed_time_columns_become_their_text_and_other_fields_are_not_fast():
     with pytest.raises(NotFast):
         last_changes_typed(ops, before, other, tbl.schema, tbl.primary_key, OP_COLUMN,
                            tbl.typed_arrow_conv)
+
+
+@pytest.mark.parametrize("dupes", [False, True])
+def test_insert_only_batches_equal_the_full_walk(dupes, monkeypatch):
+    """Inserts and snapshot rows only (a bulk load, a snapshot chunk) take a shortcut when
+    their keys are distinct; with a key twice (a row read by a chunk and inserted in its
+    window) they do not. Either way: the full candidate walk's table, in the same order."""
+    import streaming.last_change as lc
+    up = DeltaUpserter("/nonexistent", app_id="t",
+                       columns=lambda db, table: TableInfo(KCOLS, ["a", "b"]))
+    tbl = up._table("db", "t")
+    rnd = random.Random(7)
+    keys = [(i // 3, "xyz"[i % 3]) for i in range(60)]
+    if dupes:
+        keys[40] = keys[5]
+    changes = [(rnd.choice("cr"), None, row_json(KNAMES, k + (i,)), "%04d" % i)
+               for i, k in enumerate(keys)]
+    ops, befores, afters, _ = zip(*changes)
+    got_json = _vectorised(tbl, changes)
+    b, a = _structs(tbl, befores), _structs(tbl, afters)
+    typed = lambda: lc.last_changes_typed(pa.array(ops), b, a, tbl.schema,  # noqa: E731
+                                          tbl.primary_key, OP_COLUMN)
+    got_typed = typed()
+    assert lc._unique(read_images(list(afters), tbl.schema, tbl.read_schema, []),
+                      tbl.primary_key) is not dupes
+    monkeypatch.setattr(lc, "_unique", lambda *a: False)        # the full walk
+    want = _vectorised(tbl, changes)
+    assert got_json.to_pylist() == want.to_pylist() == typed().to_pylist() \
+        == got_typed.to_pylist()
+    assert want.num_rows == 59 if dupes else 60
+    if dupes:
+        assert {r["v"] for r in want.to_pylist() if (r["a"], r["b"]) == keys[5]} == {40}
