@@ -14,8 +14,10 @@ For every source table present in a micro-batch:
    texts, or the structs of typed mode) are converted to typed Arrow columns;
 2. they are reduced to the LAST change per primary key, in ``seq`` order (an update that changes
    the primary key counts as a delete of the old key and a write of the new one);
-3. one ``MERGE`` into ``<root>/<db>/<table>`` (created on first use): matched and deleted ->
-   delete; matched -> update all columns; not matched and not deleted -> insert.
+3. one ``MERGE`` into ``<root>/<db>/<table>``: matched and deleted -> delete; matched -> update
+   all columns; not matched and not deleted -> insert. A table that does not exist yet is
+   created by one append of the changes that are not deletes (what that MERGE into an empty
+   table gives, without its join: a snapshot's first batch can be a whole table).
 
 ``TRUNCATE TABLE`` (op ``t``) is applied in ``seq`` order with the other changes: what came
 before the batch's last truncate of a table is superseded, and the table ends up holding only
@@ -28,9 +30,8 @@ DDL (the source's ``includeSchemaChanges``: ``op='s'`` records) is applied in ``
 :mod:`streaming.delta_schema`.
 
 Types: the Delta table's schema comes from the source table (``information_schema`` through
-:func:`streaming.catalog.columns_from_server`), with the Spark types of typed mode
-(:func:`streaming.schema.spark_column`) turned into Arrow types. Delta has no interval type, so
-``TIME`` columns are stored as their text ``[-]HH:MM:SS[.ffffff]``.
+:func:`streaming.catalog.columns_from_server`), with the types of :mod:`streaming.delta_types`
+(typed mode's, ``TIME`` as text).
 
 Exactly once: the micro-batch id is committed with each MERGE as the Delta app-transaction
 version of ``app_id`` (``CommitProperties(app_transactions=[Transaction(app_id, batch_id)])``). A
@@ -44,8 +45,6 @@ A session with delta-spark configured could ``MERGE`` through Spark instead; thi
 
 from __future__ import annotations
 
-import base64
-import datetime as _dt
 import json
 import logging
 import os
@@ -54,23 +53,18 @@ from decimal import Decimal
 from typing import Callable, NamedTuple
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_type
-from pyspark.sql.types import (ArrayType, BinaryType, DataType, DateType, DayTimeIntervalType,
-                               DecimalType, DoubleType, FloatType, StringType, TimestampNTZType,
-                               TimestampType)
 
 from cdc.values.types import ColumnDef
-from cdc.binlog.constants import ColumnType as T
 from cdc.errors import ConfigurationError, SchemaError
-from cdc.values.render import time_text, to_json_text
 from cdc.replica.config import ReplicaConfig
 from cdc.replica.sql import SqlSession, connect
 
 from streaming.catalog import columns_from_server
 from streaming.delta_schema import SCHEMA_CHANGE, apply_schema_changes
+from streaming.delta_types import (arrow_converter, arrow_schema, delta_spark_type,
+                                   json_converter, typed_converter)
 from streaming.json_images import NotFast, read_images, reader_schema
 from streaming.last_change import by_table, last_changes, last_changes_typed, last_truncate
-from streaming.schema import spark_column
 
 _DECODE = json.JSONDecoder(parse_float=Decimal).decode   # one decoder (json.loads makes one a call)
 
@@ -124,85 +118,6 @@ class ServerColumns:
         self._sql.close()
 
 
-# --- types -----------------------------------------------------------------------------------------
-
-
-def delta_spark_type(col: ColumnDef) -> DataType:
-    """The Spark type a column has in the Delta table: its typed-mode type, except ``TIME``
-    (Delta has no interval type: stored as text)."""
-    t = spark_column(col).spark
-    if isinstance(t, DayTimeIntervalType):
-        return StringType()
-    return t
-
-
-def arrow_schema(columns: list[ColumnDef]) -> pa.Schema:
-    """The Arrow schema of the Delta table of a source table (every column nullable)."""
-    return pa.schema([pa.field(c.name, to_arrow_type(delta_spark_type(c), timezone="UTC"))
-                      for c in columns])
-
-
-def _from_json_value(col: ColumnDef, spark: DataType) -> Callable[[object], object]:
-    """Converter: a value parsed from a ``row_json`` image (floats parsed as Decimal) -> what
-    Arrow takes for the column's Delta type."""
-    rt = col.real_type
-
-    if isinstance(spark, StringType):
-        if rt == T.JSON:                       # MySQL JSON: a nested document, back to its text
-            return lambda v: to_json_text(v)
-        if rt == T.NEWDECIMAL:                 # DECIMAL(p > 38): every digit, as text
-            return lambda v: None if v is None else format(Decimal(v), "f")
-        def text(v):
-            if v is None or type(v) is str:
-                return v
-            if isinstance(v, (dict, list)):
-                return to_json_text(v)
-            return str(v)                      # ENUM/SET indexes without FULL row metadata
-        return text
-    if isinstance(spark, DecimalType):
-        return lambda v: None if v is None else Decimal(v)
-    if isinstance(spark, (FloatType, DoubleType)):
-        return lambda v: None if v is None else float(v)
-    if isinstance(spark, BinaryType):
-        if rt == T.GEOMETRY:
-            def geometry(v):
-                if v is None:
-                    return None
-                import struct
-                return struct.pack("<I", int(v["srid"])) + base64.b64decode(v["wkb"])
-            return geometry
-        return lambda v: None if v is None else base64.b64decode(v)
-    if isinstance(spark, DateType):
-        def date(v):
-            try:
-                return None if v is None else _dt.date.fromisoformat(v)
-            except ValueError:                 # zero dates: null, as in typed mode
-                return None
-        return date
-    if isinstance(spark, (TimestampNTZType, TimestampType)):
-        def timestamp(v):
-            try:
-                return None if v is None else _dt.datetime.fromisoformat(v)
-            except ValueError:
-                return None
-        return timestamp
-    if isinstance(spark, ArrayType):
-        return lambda v: None if v is None else [None if x is None else float(x) for x in v]
-    return lambda v: v if v is None or type(v) is int else int(v)     # integer types
-
-
-def _from_typed_value(col: ColumnDef, spark: DataType) -> Callable[[object], object] | None:
-    """Converter for typed-mode struct values (already typed): only TIME changes."""
-    if isinstance(spark_column(col).spark, DayTimeIntervalType):
-        return lambda v: None if v is None else time_text(v)
-    return None
-
-
-def _per_value(conv: Callable[[object], object]) -> Callable[[pa.Array], pa.Array]:
-    """A converter of values as one of Arrow columns (to text: only TIME has one)."""
-    return lambda arr: pa.array([conv(v) for v in arr.to_pylist()], pa.string())
-
-
 # --- the upserter ----------------------------------------------------------------------------------
 
 
@@ -229,10 +144,10 @@ class _Table:
         self.pk_index = [self.names.index(k) for k in self.primary_key]
         self.spark_types = [delta_spark_type(c) for c in info.columns]
         self.schema = arrow_schema(info.columns)
-        self.json_conv = [_from_json_value(c, s) for c, s in zip(self.columns, self.spark_types)]
-        self.typed_conv = [_from_typed_value(c, s) for c, s in zip(self.columns, self.spark_types)]
+        self.json_conv = [json_converter(c, s) for c, s in zip(self.columns, self.spark_types)]
+        self.typed_conv = [typed_converter(c, s) for c, s in zip(self.columns, self.spark_types)]
         # the same for whole Arrow columns of typed images
-        self.typed_arrow_conv = {c.name: _per_value(f) for c, f in zip(self.columns,
+        self.typed_arrow_conv = {c.name: arrow_converter(f) for c, f in zip(self.columns,
                                                                        self.typed_conv) if f}
         self.read_schema = reader_schema(self.schema)      # None: JSON images value by value
 
@@ -393,7 +308,7 @@ class DeltaUpserter:
 
     def table_types(self, columns: list[ColumnDef]) -> tuple[pa.Schema, list]:
         """The Delta (Arrow) schema of *columns* and each column's converter from JSON values."""
-        return arrow_schema(columns), [_from_json_value(c, delta_spark_type(c)) for c in columns]
+        return arrow_schema(columns), [json_converter(c, delta_spark_type(c)) for c in columns]
 
     def use_table(self, db: str, name: str, columns: list[ColumnDef], primary_key: list[str]):
         """Read ``db.name``'s changes with this definition from now on (a schema change's)."""
@@ -584,14 +499,16 @@ class DeltaUpserter:
         from deltalake import DeltaTable
         tbl = self._table(db, name)
         merge_schema = False
+        props = self._commit_properties(db, name, batch_id, truncate)
         if dt is None:
+            if self._create_with(db, name, path, source, props):
+                return source.num_rows + 1 if truncate else source.num_rows
             dt = DeltaTable.create(path, tbl.schema, mode="ignore", name=f"{db}.{name}",
                                    storage_options=self.storage_options)
             self._handles[path] = dt
         else:
             merge_schema = self._check_schema(db, name, dt, tbl)
         predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in tbl.primary_key)
-        props = self._commit_properties(db, name, batch_id, truncate)
         merge = (dt.merge(source, predicate, source_alias="s", target_alias="t",
                           merge_schema=merge_schema, commit_properties=props)
                  .when_matched_delete(predicate=f"s.{OP_COLUMN} = 'd'")
@@ -606,6 +523,25 @@ class DeltaUpserter:
             self._recorded(path, batch_id, props)
             return source.num_rows + 1
         return source.num_rows
+
+    def _create_with(self, db: str, name: str, path: str, source: pa.Table, props) -> bool:
+        """A table that does not exist yet: create it holding the last changes that are not
+        deletes, in one append commit with the batch id -- what a MERGE into the empty table
+        gives, without its join (a snapshot's first batch can be the whole table). False when
+        the table appeared meanwhile: the caller MERGEs."""
+        import pyarrow.compute as pc
+        from deltalake import DeltaTable, write_deltalake
+        from deltalake.exceptions import DeltaError
+        rows = source.filter(pc.not_equal(source.column(OP_COLUMN), "d")).drop_columns(
+            [OP_COLUMN])
+        try:
+            write_deltalake(path, rows, mode="error", name=f"{db}.{name}",
+                            commit_properties=props, storage_options=self.storage_options)
+        except (DeltaError, FileExistsError) as e:
+            log.info("%s.%s: created meanwhile (%s): MERGE", db, name, e)
+            return False
+        self._handles[path] = DeltaTable(path, storage_options=self.storage_options)
+        return True
 
     def _check_schema(self, db: str, name: str, dt, tbl: _Table) -> bool:
         """Whether the Delta table can take the source's columns; True when columns must be

@@ -1,0 +1,106 @@
+"""The Delta table's types of source columns, and converters of row-image values to them:
+what :class:`streaming.delta.DeltaUpserter` writes.
+
+The types are typed mode's Spark types (:func:`streaming.schema.spark_column`) turned into
+Arrow types, except ``TIME``: Delta has no interval type, so it is stored as its text
+``[-]HH:MM:SS[.ffffff]``.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+from decimal import Decimal
+from typing import Callable
+
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import (ArrayType, BinaryType, DataType, DateType, DayTimeIntervalType,
+                               DecimalType, DoubleType, FloatType, StringType, TimestampNTZType,
+                               TimestampType)
+
+from cdc.binlog.constants import ColumnType as T
+from cdc.values.render import time_text, to_json_text
+from cdc.values.types import ColumnDef
+
+from streaming.schema import spark_column
+
+__all__ = ["arrow_converter", "arrow_schema", "delta_spark_type", "json_converter",
+           "typed_converter"]
+
+
+
+def delta_spark_type(col: ColumnDef) -> DataType:
+    """The Spark type a column has in the Delta table: its typed-mode type, except ``TIME``
+    (Delta has no interval type: stored as text)."""
+    t = spark_column(col).spark
+    if isinstance(t, DayTimeIntervalType):
+        return StringType()
+    return t
+
+
+def arrow_schema(columns: list[ColumnDef]) -> pa.Schema:
+    """The Arrow schema of the Delta table of a source table (every column nullable)."""
+    return pa.schema([pa.field(c.name, to_arrow_type(delta_spark_type(c), timezone="UTC"))
+                      for c in columns])
+
+
+def json_converter(col: ColumnDef, spark: DataType) -> Callable[[object], object]:
+    """Converter: a value parsed from a ``row_json`` image (floats parsed as Decimal) -> what
+    Arrow takes for the column's Delta type."""
+    rt = col.real_type
+
+    if isinstance(spark, StringType):
+        if rt == T.JSON:                       # MySQL JSON: a nested document, back to its text
+            return lambda v: to_json_text(v)
+        if rt == T.NEWDECIMAL:                 # DECIMAL(p > 38): every digit, as text
+            return lambda v: None if v is None else format(Decimal(v), "f")
+        def text(v):
+            if v is None or type(v) is str:
+                return v
+            if isinstance(v, (dict, list)):
+                return to_json_text(v)
+            return str(v)                      # ENUM/SET indexes without FULL row metadata
+        return text
+    if isinstance(spark, DecimalType):
+        return lambda v: None if v is None else Decimal(v)
+    if isinstance(spark, (FloatType, DoubleType)):
+        return lambda v: None if v is None else float(v)
+    if isinstance(spark, BinaryType):
+        if rt == T.GEOMETRY:
+            def geometry(v):
+                if v is None:
+                    return None
+                import struct
+                return struct.pack("<I", int(v["srid"])) + base64.b64decode(v["wkb"])
+            return geometry
+        return lambda v: None if v is None else base64.b64decode(v)
+    if isinstance(spark, DateType):
+        def date(v):
+            try:
+                return None if v is None else _dt.date.fromisoformat(v)
+            except ValueError:                 # zero dates: null, as in typed mode
+                return None
+        return date
+    if isinstance(spark, (TimestampNTZType, TimestampType)):
+        def timestamp(v):
+            try:
+                return None if v is None else _dt.datetime.fromisoformat(v)
+            except ValueError:
+                return None
+        return timestamp
+    if isinstance(spark, ArrayType):
+        return lambda v: None if v is None else [None if x is None else float(x) for x in v]
+    return lambda v: v if v is None or type(v) is int else int(v)     # integer types
+
+
+def typed_converter(col: ColumnDef, spark: DataType) -> Callable[[object], object] | None:
+    """Converter for typed-mode struct values (already typed): only TIME changes."""
+    if isinstance(spark_column(col).spark, DayTimeIntervalType):
+        return lambda v: None if v is None else time_text(v)
+    return None
+
+
+def arrow_converter(conv: Callable[[object], object]) -> Callable[[pa.Array], pa.Array]:
+    """A converter of values as one of Arrow columns (to text: only TIME has one)."""
+    return lambda arr: pa.array([conv(v) for v in arr.to_pylist()], pa.string())
