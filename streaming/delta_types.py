@@ -29,7 +29,6 @@ __all__ = ["arrow_converter", "arrow_schema", "delta_spark_type", "json_converte
            "typed_converter"]
 
 
-
 def delta_spark_type(col: ColumnDef) -> DataType:
     """The Spark type a column has in the Delta table: its typed-mode type, except ``TIME``
     (Delta has no interval type: stored as text)."""

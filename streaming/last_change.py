@@ -70,13 +70,10 @@ def _typed_table(structs: pa.Array, schema: pa.Schema, convert) -> pa.Table:
     t = structs.type
     if [t.field(i).name for i in range(t.num_fields)] != schema.names:
         raise NotFast("the images' fields are not the table's columns")
-    columns = []
-    for i, f in enumerate(schema):
-        col = structs.field(i)
-        if structs.null_count:                  # (only rows with an image are taken)
-            col = pc.if_else(pc.is_valid(structs), col, pa.nulls(len(col), col.type))
-        columns.append(convert[f.name](col) if convert and f.name in convert
-                       else as_type(col, f.type))
+    # every struct taken is an image (_sides: no change lacks the one it needs), so the
+    # children are the values as they are
+    columns = [convert[f.name](structs.field(i)) if convert and f.name in convert
+               else as_type(structs.field(i), f.type) for i, f in enumerate(schema)]
     return pa.Table.from_arrays(columns, schema=schema)
 
 
