@@ -17,7 +17,7 @@ from cdc.binlog.constants import ColumnType as T  # noqa: E402
 from cdc.values.render import row_json  # noqa: E402
 from streaming.delta import OP_COLUMN, DeltaUpserter, TableInfo  # noqa: E402
 from streaming.json_images import NotFast, read_images  # noqa: E402
-from streaming.last_change import last_changes  # noqa: E402
+from streaming.last_change import last_changes, last_changes_typed  # noqa: E402
 
 from test_delta_fast_path import COLUMNS, NAMES, _changes, _col, _row  # noqa: E402
 
@@ -28,6 +28,13 @@ def _arrow(changes):
             pa.array(afters, pa.string()))
 
 
+def _table(columns, primary_key):
+    """An upserter that knows one table ``db.t`` of *columns*, and that table's state."""
+    up = DeltaUpserter("/nonexistent", app_id="t",
+                       columns=lambda db, table: TableInfo(columns, primary_key))
+    return up, up._table("db", "t")
+
+
 def _vectorised(tbl, changes):
     return last_changes(*_arrow(changes), tbl.schema, tbl.read_schema, tbl.names,
                         tbl.primary_key, OP_COLUMN)
@@ -35,9 +42,7 @@ def _vectorised(tbl, changes):
 
 @pytest.mark.parametrize("seed", range(16))
 def test_same_table_as_the_dict_walk(seed):
-    up = DeltaUpserter("/nonexistent", app_id="t",
-                       columns=lambda db, table: TableInfo(COLUMNS, ["id"]))
-    tbl = up._table("db", "t")
+    up, tbl = _table(COLUMNS, ["id"])
     changes = _changes(seed, 300)
     new = _vectorised(tbl, changes)
     old = up._last_changes_fast(tbl, changes)
@@ -75,9 +80,7 @@ def _composite(seed, n):
 
 @pytest.mark.parametrize("seed", range(16))
 def test_composite_key_same_as_the_dict_walk_and_the_per_value_path(seed):
-    up = DeltaUpserter("/nonexistent", app_id="t",
-                       columns=lambda db, table: TableInfo(KCOLS, ["a", "b"]))
-    tbl = up._table("db", "t")
+    up, tbl = _table(KCOLS, ["a", "b"])
     changes = _composite(seed, 60)
     new = _vectorised(tbl, changes)
     assert new.to_pylist() == up._last_changes_fast(tbl, changes).to_pylist()
@@ -89,9 +92,7 @@ def test_composite_key_same_as_the_dict_walk_and_the_per_value_path(seed):
 
 
 def test_a_key_moved_away_then_back_in_one_batch():
-    up = DeltaUpserter("/nonexistent", app_id="t",
-                       columns=lambda db, table: TableInfo(KCOLS, ["a", "b"]))
-    tbl = up._table("db", "t")
+    up, tbl = _table(KCOLS, ["a", "b"])
     j = lambda *r: row_json(KNAMES, r)                # noqa: E731
     changes = [("c", None, j(1, "x", 1), "1"), ("u", j(1, "x", 1), j(2, "x", 2), "2"),
                ("u", j(2, "x", 2), j(1, "x", 3), "3")]
@@ -100,17 +101,13 @@ def test_a_key_moved_away_then_back_in_one_batch():
 
 
 def test_a_delete_without_before_image_is_not_fast():
-    up = DeltaUpserter("/nonexistent", app_id="t",
-                       columns=lambda db, table: TableInfo(KCOLS, ["a", "b"]))
-    tbl = up._table("db", "t")
+    up, tbl = _table(KCOLS, ["a", "b"])
     with pytest.raises(NotFast):
         _vectorised(tbl, [("d", None, None, "1")])
 
 
 def test_read_images_takes_a_sliced_arrow_array_like_the_list():
-    up = DeltaUpserter("/nonexistent", app_id="t",
-                       columns=lambda db, table: TableInfo(COLUMNS, ["id"]))
-    tbl = up._table("db", "t")
+    up, tbl = _table(COLUMNS, ["id"])
     rnd = random.Random(3)
     texts = [row_json(NAMES, _row(rnd, k)) for k in range(20)]
     arr = pa.array(texts, pa.string()).slice(5, 10)
@@ -138,24 +135,20 @@ def test_by_table_splits_in_order_of_appearance_and_sorts_each_by_seq_stably():
 # --- typed-mode images (option table=db.t): struct columns, no JSON ---------------------------
 
 
-def _structs(tbl, texts, fields=None):
+def _structs(tbl, texts):
     """Typed-mode images of the JSON *texts* (None: no image): a struct array."""
-    from streaming.json_images import read_images as read
     rows = [t for t in texts if t is not None]
-    table = read(rows, tbl.schema, tbl.read_schema, [])
+    table = read_images(rows, tbl.schema, tbl.read_schema, [])
     it = iter(range(len(rows)))
     take = pa.array([None if t is None else next(it) for t in texts], pa.int64())
     children = [table.column(i).combine_chunks().take(take) for i in range(table.num_columns)]
-    return pa.StructArray.from_arrays(children, fields=fields or list(tbl.schema),
+    return pa.StructArray.from_arrays(children, fields=list(tbl.schema),
                                       mask=pa.array([t is None for t in texts]))
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_typed_images_same_as_the_per_value_typed_path(seed):
-    from streaming.last_change import last_changes_typed
-    up = DeltaUpserter("/nonexistent", app_id="t",
-                       columns=lambda db, table: TableInfo(COLUMNS, ["id"]))
-    tbl = up._table("db", "t")
+    up, tbl = _table(COLUMNS, ["id"])
     changes = _changes(seed, 300)
     ops, befores, afters, seqs = zip(*changes)
     b, a = _structs(tbl, befores), _structs(tbl, afters)
@@ -172,11 +165,8 @@ def test_typed_images_same_as_the_per_value_typed_path(seed):
 
 def test_typed_time_columns_become_their_text_and_other_fields_are_not_fast():
     import datetime as dt
-    from streaming.last_change import last_changes_typed
     cols = [_col(0, "id", T.LONG, None), _col(1, "t", T.TIME2, 6)]
-    up = DeltaUpserter("/nonexistent", app_id="t",
-                       columns=lambda db, table: TableInfo(cols, ["id"]))
-    tbl = up._table("db", "t")
+    up, tbl = _table(cols, ["id"])
     assert tbl.schema.field("t").type == pa.string()          # Delta has no interval type
     fields = [pa.field("id", pa.int32()), pa.field("t", pa.duration("us"))]
     after = pa.StructArray.from_arrays(
@@ -203,9 +193,7 @@ def test_insert_only_batches_equal_the_full_walk(dupes, monkeypatch):
     their keys are distinct; with a key twice (a row read by a chunk and inserted in its
     window) they do not. Either way: the full candidate walk's table, in the same order."""
     import streaming.last_change as lc
-    up = DeltaUpserter("/nonexistent", app_id="t",
-                       columns=lambda db, table: TableInfo(KCOLS, ["a", "b"]))
-    tbl = up._table("db", "t")
+    up, tbl = _table(KCOLS, ["a", "b"])
     rnd = random.Random(7)
     keys = [(i // 3, "xyz"[i % 3]) for i in range(60)]
     if dupes:
@@ -215,7 +203,7 @@ def test_insert_only_batches_equal_the_full_walk(dupes, monkeypatch):
     ops, befores, afters, _ = zip(*changes)
     got_json = _vectorised(tbl, changes)
     b, a = _structs(tbl, befores), _structs(tbl, afters)
-    typed = lambda: lc.last_changes_typed(pa.array(ops), b, a, tbl.schema,  # noqa: E731
+    typed = lambda: last_changes_typed(pa.array(ops), b, a, tbl.schema,  # noqa: E731
                                           tbl.primary_key, OP_COLUMN)
     got_typed = typed()
     assert lc._unique(read_images(list(afters), tbl.schema, tbl.read_schema, []),
