@@ -371,10 +371,27 @@ def _stopped_line(cfg: JobConfig, batches, seconds: float) -> str:
             f"the checkpoint {cfg.checkpoint}")
 
 
+def session_settings(cfg: JobConfig) -> dict[str, str]:
+    """The Spark settings of a session the job starts: no console progress bars (they would mix
+    with the job's lines), a checkpoint on a local disk or HDFS written with the faster
+    FileSystem checkpoint writer, then ``[spark]`` (which wins; ``master`` aside)."""
+    from streaming.local_spark import FILE_SYSTEM_CHECKPOINTS, renames_atomically
+    settings = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false",
+                # Spark's warnings (a batch falling behind, a batch interrupted by the stop)
+                # would mix with the job's lines, which say as much
+                "spark.log.level": "ERROR",
+                # adaptive execution does not apply to streams (Spark warns it is disabled)
+                "spark.sql.adaptive.enabled": "false"}
+    if renames_atomically(cfg.checkpoint):
+        settings.setdefault(*FILE_SYSTEM_CHECKPOINTS)    # ~60 ms less per micro-batch
+    settings.update((k, v) for k, v in cfg.spark.items() if k != "master")
+    return settings
+
+
 def _session(cfg: JobConfig):
-    """``(session, started here)``: the active session, or a new one from ``[spark]`` (no
-    console progress bars: they would mix with the job's lines; Spark's error log of a failed
-    query off: the job reports the error itself)."""
+    """``(session, started here)``: the active session, or a new one with
+    :func:`session_settings` (Spark's error log of a failed query off: the job reports the
+    error itself)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     from streaming.apps.runtime import quiet_query_errors
@@ -383,14 +400,7 @@ def _session(cfg: JobConfig):
         return active, False
     b = SparkSession.builder.appName(cfg.query_name or "binlog-cdc-job")
     b = b.master(cfg.spark.get("master", "local[2]"))
-    settings = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false",
-                # Spark's warnings (a batch falling behind, a batch interrupted by the stop)
-                # would mix with the job's lines, which say as much
-                "spark.log.level": "ERROR",
-                # adaptive execution does not apply to streams (Spark warns it is disabled)
-                "spark.sql.adaptive.enabled": "false"}
-    settings.update((k, v) for k, v in cfg.spark.items() if k != "master")
-    for k, v in settings.items():
+    for k, v in session_settings(cfg).items():
         b = b.config(k, v)
     spark = b.getOrCreate()
     quiet_query_errors(spark)

@@ -228,3 +228,22 @@ def test_the_job_turns_schema_changes_on_unless_told_otherwise(tmp_path, extra, 
     text = _config(tmp_path).read_text().replace("[source]\n", "[source]\n" + extra, 1)
     cfg = load_config(_write(tmp_path, text, "job2.toml"))
     assert cfg.source.get("includeSchemaChanges") == want
+
+
+@pytest.mark.parametrize("checkpoint, fast", [
+    ("/tmp/c", True), ("file:///tmp/c", True), ("hdfs://nn/chk", True),
+    ("s3a://bucket/chk", False), ("abfss://c@a.dfs.core.windows.net/chk", False)])
+def test_local_and_hdfs_checkpoints_get_the_file_system_checkpoint_writer(tmp_path, checkpoint,
+                                                                         fast):
+    from streaming.apps.job import session_settings
+    from streaming.local_spark import FILE_SYSTEM_CHECKPOINTS
+    secret = tmp_path / "pw"
+    secret.write_text("x")
+    text = GOOD.format(secret=secret).replace('checkpoint = "/tmp/c"',
+                                              f'checkpoint = "{checkpoint}"')
+    settings = session_settings(load_config(_write(tmp_path, text)))
+    key, writer = FILE_SYSTEM_CHECKPOINTS
+    assert (settings.get(key) == writer) is fast
+    # [spark] names another writer: it wins
+    text += f'\n[spark]\n"{key}" = "my.Writer"\n'
+    assert session_settings(load_config(_write(tmp_path, text)))[key] == "my.Writer"
