@@ -509,6 +509,8 @@ class DeltaUpserter:
         else:
             merge_schema = self._check_schema(db, name, dt, tbl)
         predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in tbl.primary_key)
+        if not truncate:
+            predicate = key_ranges(source, tbl.schema, tbl.primary_key) + predicate
         merge = (dt.merge(source, predicate, source_alias="s", target_alias="t",
                           merge_schema=merge_schema, commit_properties=props)
                  .when_matched_delete(predicate=f"s.{OP_COLUMN} = 'd'")
@@ -567,6 +569,26 @@ class DeltaUpserter:
         if added:
             log.info("%s.%s: adding columns %s to the Delta table", db, name, added)
         return bool(added)
+
+
+def key_ranges(source: pa.Table, schema: pa.Schema, key: list[str]) -> str:
+    """``t.k >= min AND t.k <= max AND `` for each integer key column *k* of the changes: the
+    same matches (a target row equal to a change's key lies in the changes' range), but
+    delta-rs skips every file whose statistics lie outside it instead of reading the whole
+    table each batch (a stream's inserts land beyond every existing file: a one-row MERGE after
+    300 batches went from ~150 to ~50 ms). Other key types: no range (string statistics may be
+    truncated)."""
+    import pyarrow.compute as pc
+    out = []
+    for k in key:
+        if not pa.types.is_integer(schema.field(k).type):
+            continue
+        lo_hi = pc.min_max(source[k])
+        lo, hi = lo_hi["min"].as_py(), lo_hi["max"].as_py()
+        if lo is None:
+            continue
+        out.append(f"t.{_quote(k)} >= {int(lo)} AND t.{_quote(k)} <= {int(hi)} AND ")
+    return "".join(out)
 
 
 def _type_text(t) -> str:

@@ -107,3 +107,29 @@ def test_upserts_equal_the_per_value_path(tmp_path, seed, monkeypatch):
     got, want = _rows(tmp_path / "f"), _rows(tmp_path / "s")
     assert got == want and got
     assert len(used) == 3                              # every batch took the Arrow path
+
+
+def _upd(i, old, new, seq, new_id=None):
+    return ("u", row_json(["id", "v"], (i, old)),
+            row_json(["id", "v"], (i if new_id is None else new_id, new)), seq)
+
+
+def test_a_merge_reads_only_the_files_its_keys_can_be_in(tmp_path):
+    """The MERGE's predicate carries the batch's key range: files of other keys are skipped
+    (delta-rs's metrics), and rows in them are still matched when a change's key is there."""
+    a = _up(tmp_path)
+    for b in range(6):     # six files: ids 0-9, 10-19, ...
+        a.upsert_arrow(_batch([_ins(10 * b + i, "x", f"{b}:{i}") for i in range(10)]), b)
+    a.upsert_arrow(_batch([_ins(100, "new", "7")]), 6)
+    metrics = deltalake.DeltaTable(str(tmp_path / "db" / "t")).history(1)[0]["operationMetrics"]
+    assert metrics["num_target_files_scanned"] == 0
+    assert metrics["num_target_files_skipped_during_scan"] == 6
+    # keys in old files: an update, a delete, and a key change into the deleted key
+    a.upsert_arrow(_batch([_upd(12, "x", "y", "08"),
+                           ("d", row_json(["id", "v"], (44, "x")), None, "09"),
+                           _upd(13, "x", "z", "10", new_id=44)]), 7)
+    metrics = deltalake.DeltaTable(str(tmp_path / "db" / "t")).history(1)[0]["operationMetrics"]
+    assert metrics["num_target_files_scanned"] == 4          # ids 10-49
+    rows = {r["id"]: r["v"] for r in _rows(tmp_path)}
+    assert (rows[12], rows[44], 13 in rows) == ("y", "z", False)
+    assert len(rows) == 60 - 1 + 1
