@@ -426,7 +426,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         at = last
         try:
             for tx in client.transactions():
-                r = tx.change_count() \
+                # what the tasks deliver: typed mode follows DDL without delivering it
+                r = tx.change_count(self.opts.include_schema_changes) \
                     if count_rows and not delivered_before(skip, tx) else 0
                 at = at.after(tx.file, tx.end_pos, tx.gtid)
                 signal = snapshot.signalled_tables(self.opts, tx) \

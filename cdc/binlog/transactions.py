@@ -336,9 +336,11 @@ class Transaction:
         """Rows changed (truncates not counted)."""
         return sum(len(ev.rows) for ev in self.rows_events)
 
-    def change_count(self) -> int:
-        """The number of :meth:`changes`: rows changed plus truncates and schema changes."""
-        return self.row_count() + len(self.truncates) + len(self.schema_changes)
+    def change_count(self, schema_changes: bool = True) -> int:
+        """The number of :meth:`changes`: rows changed plus truncates and (*schema_changes*:
+        a reader that delivers them) schema changes."""
+        n = self.row_count() + len(self.truncates)
+        return n + len(self.schema_changes) if schema_changes else n
 
     def __repr__(self) -> str:
         return (f"Transaction(file={self.file!r}, pos={self.pos}, end_pos={self.end_pos}, "

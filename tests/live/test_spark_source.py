@@ -242,6 +242,28 @@ def test_max_events_per_trigger_bounds_batches_and_available_now_drains(
     assert sorted(batch.collect(), key=lambda r: r.seq) == streamed
 
 
+def test_typed_mode_batches_hold_max_events_when_ddl_precedes_the_rows(spark, mariadb, db,
+                                                                       tmp_path):
+    """Typed mode follows DDL without delivering it: a CREATE TABLE in the range takes no room
+    in a batch (it took one row of the limit: 49-row batches and a 1-row tail)."""
+    start = mariadb.current_position()
+    conn = mariadb.connect(database=db)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, v INT)")
+        for i in range(100):
+            cur.execute("INSERT INTO orders VALUES (%s, %s)", (i, i))
+        cur.execute("ALTER TABLE orders COMMENT 'no shape change'")
+        for i in range(100, 150):
+            cur.execute("INSERT INTO orders VALUES (%s, %s)", (i, i))
+    conn.close()
+    opts = source_options(mariadb, db, start, maxEventsPerTrigger=50)
+    del opts["includeTables"]
+    opts["table"] = f"{db}.orders"
+    q, rows = run_available_now(spark, opts, tmp_path / "out", tmp_path / "ckpt")
+    assert [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]] == [50, 50, 50]
+    assert sorted(r.after.id for r in rows) == list(range(150))
+
+
 # --- typed mode ---------------------------------------------------------------------------------
 
 
