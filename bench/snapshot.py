@@ -28,6 +28,7 @@ import tempfile
 import time
 
 from cdc.embedded import EmbeddedMariaDB
+from streaming.options import UPSERT_FIELDS
 
 from .spark import session
 
@@ -97,7 +98,8 @@ def _spark(spark, conn: dict, out: str, chk: str, chunk_rows: int,
          .option("user", conn["user"]).option("password", conn["password"])
          .option("table" if typed else "includeTables", f"{DB}.orders")
          .option("startingPosition", "snapshot")
-         .option("snapshotChunkRows", str(chunk_rows)).load()
+         .option("snapshotChunkRows", str(chunk_rows))
+         .option("fields", ",".join(UPSERT_FIELDS)).load()
          .writeStream.foreachBatch(fb).option("checkpointLocation", chk)
          .trigger(availableNow=True).start())
     q.awaitTermination()

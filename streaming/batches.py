@@ -9,7 +9,7 @@ from typing import Callable, Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from cdc.positions import binlog_file_number
 from cdc.schema.history import point_key
@@ -19,7 +19,7 @@ from cdc.binlog.transactions import SchemaChangeAt, key_values
 from cdc.values.render import (compile_json_pair_renderer, compile_json_renderer, row_json,
                                to_json_text)
 
-from streaming.schema import IDENTITY_TYPES, spark_column
+from streaming.schema import IDENTITY_TYPES, image_struct, spark_column
 
 
 class _TablePlan:
@@ -70,6 +70,8 @@ class BatchBuilder:
         self.typed = typed_columns is not None
         # includeSchemaChanges: schema changes are rows (op s) with this column
         self.with_changes = "schema_change" in schema.fieldNames()
+        # option fields: the envelope columns built (the key's JSON only when delivered)
+        self.with_key = "key" in schema.fieldNames()
         # typed mode: the table ("db.t") whose shape the stream's schema is
         self.table = table
         self.typed_columns = typed_columns
@@ -84,7 +86,8 @@ class BatchBuilder:
             self.names = [c.name for c in typed_columns]
             self.converters = [spark_column(c).convert for c in typed_columns]
             self.identity = [IDENTITY_TYPES.get(c) for c in self.converters]
-            image_type = self.arrow_schema.field("before").type
+            image_type = to_arrow_schema(StructType([StructField(
+                "image", image_struct(typed_columns))]), timezone="UTC").field(0).type
             self.image_fields = [image_type.field(i) for i in range(image_type.num_fields)]
             self._chunk_rows = max(256, _TYPED_CHUNK_VALUES // max(1, len(self.names)))
         self._plans: dict[int, _TablePlan] = {}
@@ -99,12 +102,12 @@ class BatchBuilder:
         self.key: list = []
         self.key_filled = False
         self.change_texts: dict[int, str] = {}    # batch row -> schema_change JSON (op s)
+        self.before_filled = self.after_filled = False     # (JSON images)
         if self.typed:
             self.before = _TypedImage(len(self.names))
             self.after = _TypedImage(len(self.names))
         else:
             self.before, self.after = [], []
-            self.before_filled = self.after_filled = False
         self.rows = 0
 
     def __len__(self) -> int:
@@ -189,7 +192,7 @@ class BatchBuilder:
                 self._json(plan, after, after_full, self.after, n)
                 self.after_filled |= after is not None
             named = tables.get((tmap.schema, tmap.table), tmap)
-            pk = named.primary_key
+            pk = named.primary_key if self.with_key else None
             if not pk:
                 self.key += [None] * n
             else:
@@ -384,34 +387,45 @@ class BatchBuilder:
         def strings(values, filled):
             return pa.array(values, pa.string()) if filled else pa.nulls(n, pa.string())
 
-        st = s.field("source").type
-        row = pa.array(self.s_row, st.field("row").type)
-        # seq: "%010d" of the row index after the transaction's prefix (streaming.offsets.seq)
-        seq = pc.binary_join_element_wise(runs(prefix, pa.string()),
-                                          pc.utf8_lpad(pc.cast(row, pa.string()), 10, "0"), "")
-        source = pa.StructArray.from_arrays(
-            [runs(server, st.field("server_id").type), runs(file, st.field("file").type),
-             runs(pos, st.field("pos").type), runs(gtid, st.field("gtid").type), row,
-             runs(xid, st.field("xid").type)],
-            fields=[st.field(i) for i in range(st.num_fields)])
+        row = pa.array(self.s_row, SOURCE_ROW_TYPE)
         op = runs(op, pa.string())
-        if self.typed:
-            # null structs where the op has no such image (r: a snapshot row, t: a truncate)
-            before = self._typed_array(self.before, mask=pc.is_in(op, _NO_BEFORE))
-            after = self._typed_array(self.after, mask=pc.is_in(op, _NO_AFTER))
-        else:
-            before = strings(self.before, self.before_filled)
-            after = strings(self.after, self.after_filled)
-        arrays = [op, runs(db, pa.string()), runs(table, pa.string()), before, after,
-                  strings(self.key, self.key_filled), runs(ts, pa.int64()), source, seq]
-        if self.with_changes:
-            texts = self.change_texts
-            arrays.append(pa.array([texts.get(i) for i in range(n)], pa.string()) if texts
-                          else pa.nulls(n, pa.string()))
+        columns = {     # each envelope column, built only if the schema has it (option fields)
+            "op": lambda: op, "db": lambda: runs(db, pa.string()),
+            "table": lambda: runs(table, pa.string()),
+            "before": lambda: self._image_array(self.before, op, _NO_BEFORE,
+                                                self.before_filled),
+            "after": lambda: self._image_array(self.after, op, _NO_AFTER, self.after_filled),
+            "key": lambda: strings(self.key, self.key_filled),
+            "ts_ms": lambda: runs(ts, pa.int64()),
+            "source": lambda: self._source(runs, s.field("source").type, server, file, pos,
+                                           gtid, row, xid),
+            # seq: "%010d" of the row index after the transaction's prefix
+            # (streaming.offsets.seq)
+            "seq": lambda: pc.binary_join_element_wise(
+                runs(prefix, pa.string()), pc.utf8_lpad(pc.cast(row, pa.string()), 10, "0"), ""),
+            "schema_change": lambda: (pa.array([self.change_texts.get(i) for i in range(n)],
+                                               pa.string()) if self.change_texts
+                                      else pa.nulls(n, pa.string())),
+        }
+        arrays = [columns[name]() for name in s.names]
         batch = pa.RecordBatch.from_arrays(arrays, schema=s)
         self._reset()
         self._plans.clear()
         return batch
+
+    def _image_array(self, image, op, no_image, filled: bool) -> pa.Array:
+        if self.typed:
+            # null structs where the op has no such image (r: a snapshot row, t: a truncate)
+            return self._typed_array(image, mask=pc.is_in(op, no_image))
+        return pa.array(image, pa.string()) if filled else pa.nulls(len(op), pa.string())
+
+    @staticmethod
+    def _source(runs, st, server, file, pos, gtid, row, xid) -> pa.StructArray:
+        return pa.StructArray.from_arrays(
+            [runs(server, st.field("server_id").type), runs(file, st.field("file").type),
+             runs(pos, st.field("pos").type), runs(gtid, st.field("gtid").type), row,
+             runs(xid, st.field("xid").type)],
+            fields=[st.field(i) for i in range(st.num_fields)])
 
     def _typed_array(self, image: "_TypedImage", mask) -> pa.StructArray:
         if image.rows:
@@ -420,6 +434,8 @@ class BatchBuilder:
         return pa.StructArray.from_arrays(children, fields=self.image_fields, mask=mask)
 
 
+# the Arrow type of source.row (streaming.schema.SOURCE_TYPE)
+SOURCE_ROW_TYPE = pa.int32()
 # typed values are converted to Arrow about this many at a time (and at least 256 rows)
 _TYPED_CHUNK_VALUES = 16384
 # the ops whose rows have no before / no after image

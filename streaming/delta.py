@@ -64,6 +64,7 @@ from streaming.delta_schema import SCHEMA_CHANGE, apply_schema_changes
 from streaming.delta_types import (arrow_converter, arrow_schema, delta_spark_type,
                                    json_converter, typed_converter)
 from streaming.json_images import NotFast, read_images, reader_schema
+from streaming.options import UPSERT_FIELDS
 from streaming.last_change import by_table, last_changes, last_changes_typed, last_truncate
 
 _DECODE = json.JSONDecoder(parse_float=Decimal).decode   # one decoder (json.loads makes one a call)
@@ -207,13 +208,14 @@ class DeltaUpserter:
     # --- entry point -----------------------------------------------------------------------------
 
     def __call__(self, df, batch_id: int) -> None:
-        wanted = ["op", "db", "table", "before", "after", "seq"]
+        wanted = list(UPSERT_FIELDS)
         if SCHEMA_CHANGE in df.columns:             # includeSchemaChanges: streaming.delta_schema
             wanted.append(SCHEMA_CHANGE)
         missing = [c for c in wanted if c not in df.columns]
         if missing:
             raise ConfigurationError(f"DeltaUpserter: the DataFrame lacks the columns {missing}; "
-                                     f"pass the binlog-cdc source's DataFrame unchanged")
+                                     f"pass the binlog-cdc source's DataFrame unchanged (with "
+                                     f"option fields, at least {','.join(UPSERT_FIELDS)})")
         self.upsert_arrow(df.select(*wanted).toArrow(), batch_id)
 
     def upsert_arrow(self, changes: pa.Table, batch_id: int) -> dict[str, int]:

@@ -70,6 +70,10 @@ OPTIONS: dict[str, str] = {
     "paths": "batch: several of those (set by DataFrameReader.load([...]))",
     "endingPosition": "batch with host: read up to here (latest | {\"file\": ..., \"pos\": ...} "
                       "| {\"gtid\": \"...\"}), from startingPosition",
+    "fields": "the envelope columns to deliver, comma-separated (default: all; op is always "
+              "one). Spark does not prune a Python source's columns: a query that uses a few "
+              "(DeltaUpserter: op,db,table,before,after,seq) saves building and converting "
+              "the rest",
     "includeSchemaChanges": "true: DDL statements that change captured tables are rows too "
                             "(op s, extra column schema_change; default false)",
     "schemaHistory": "true (default): follow the tables' shapes along the binlog's DDL; "
@@ -82,6 +86,12 @@ OPTIONS: dict[str, str] = {
                           "fs.s3.endpoint, fs.s3.accessKey, fs.s3.secretKey (streaming.storage)",
 }
 _BY_LOWER = {k.lower(): k for k in OPTIONS}
+#: the envelope's columns, in order (streaming.schema.envelope_schema; option fields picks
+#: among them)
+ENVELOPE_FIELDS = ("op", "db", "table", "before", "after", "key", "ts_ms", "source", "seq")
+#: the envelope columns :class:`streaming.delta.DeltaUpserter` reads (``schema_change`` too,
+#: when the stream has it): option ``fields`` for a stream into Delta
+UPSERT_FIELDS = ("op", "db", "table", "before", "after", "seq")
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
@@ -143,6 +153,7 @@ class SourceOptions:
     ending: Start | None = None
     row_decoder: str | None = None
     include_schema_changes: bool = False
+    fields: tuple | None = None       # the envelope columns delivered (None: all)
     schema_history: bool = True
     on_unparsed_ddl: str = "fail"
     storage: dict = field(default_factory=dict, repr=False)   # fs.<scheme>.<name> settings
@@ -210,6 +221,8 @@ class SourceOptions:
             if kw["layout"] == "flat" and not kw.get("table"):
                 raise ConfigurationError("option layout=flat needs option table=db.t (the flat "
                                          "layout has that table's columns)")
+        if get("fields") is not None:
+            kw["fields"] = _fields(get("fields"), kw.get("layout"))
         if get("maxEventsPerTrigger"):
             kw["max_events"] = _int("maxEventsPerTrigger", get("maxEventsPerTrigger"), 1)
         if get("maxBytesPerTrigger"):
@@ -321,6 +334,20 @@ def _schema_options(get, kw: dict) -> None:
         raise ConfigurationError("option includeSchemaChanges=true needs host: binlog files read "
                                  "with path have no schema history; read from the server (a "
                                  "stream, or a bounded read with endingPosition)")
+
+
+def _fields(text: str, layout: str | None) -> tuple:
+    """Option ``fields``: envelope column names (checked against :data:`ENVELOPE_FIELDS`; the
+    schema keeps the envelope's order, and ``schema_change`` with ``includeSchemaChanges``)."""
+    names = _globs(text)
+    wrong = [n for n in names if n not in ENVELOPE_FIELDS]
+    if wrong or not names:
+        raise ConfigurationError(f"option fields: {', '.join(wrong) or 'no column'} is not an "
+                                 f"envelope column; choose among {','.join(ENVELOPE_FIELDS)}")
+    if layout == "flat":
+        raise ConfigurationError("option fields needs layout=envelope (the flat layout has the "
+                                 "table's columns, not the envelope's)")
+    return tuple(n for n in ENVELOPE_FIELDS if n in names or n == "op")
 
 
 def _ssl(get) -> SslOptions | bool | None:

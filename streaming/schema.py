@@ -121,6 +121,13 @@ def envelope_schema(image_type: DataType = StringType()) -> StructType:
 
 JSON_SCHEMA = envelope_schema()
 
+
+def with_fields(schema: StructType, fields) -> StructType:
+    """*schema* (an envelope) keeping only *fields* (option ``fields``; None: all)."""
+    if fields is None:
+        return schema
+    return StructType([f for f in schema.fields if f.name in fields])
+
 #: the column a schema includes with ``includeSchemaChanges=true``
 SCHEMA_CHANGE_FIELD = StructField("schema_change", StringType())
 

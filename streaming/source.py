@@ -72,7 +72,7 @@ from streaming.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anch
                                 delivered_before, lag_report, mysql_skip_set, need_scan,
                                 plan_chunks)
 from streaming.layout import FlatBatchReader, flat_schema, flatten_batches
-from streaming.schema import JSON_SCHEMA, typed_schema, with_schema_changes
+from streaming.schema import JSON_SCHEMA, typed_schema, with_fields, with_schema_changes
 from streaming.storage import list_files, storage_for
 from streaming import snapshot
 
@@ -137,6 +137,7 @@ class BinlogCdcDataSource(DataSource):
         if opts.table:
             columns = self._typed_columns(streaming=not opts.paths)
             schema = flat_schema(columns) if opts.layout == "flat" else typed_schema(columns)
+        schema = with_fields(schema, opts.fields)
         return with_schema_changes(schema) if opts.include_schema_changes else schema
 
     def reader(self, schema: StructType) -> "FileBatchReader":

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from cdc.errors import ConfigurationError
 from cdc.positions import Position
+from streaming.options import UPSERT_FIELDS
 
 MARKER = ".binlog-cdc-demo"     # --out holds this file: the demo may clear the directory
 DB = "cdc_demo"
@@ -237,6 +238,7 @@ def start_stream(spark, server: Server, start: Position | None, out: Path, upser
               .option("user", r["user"]).option("password", r["password"])
               .option("includeTables", f"{DB}.*")
               .option("includeSchemaChanges", "true")     # Delta follows the source's DDL
+              .option("fields", ",".join(TimedUpserter.COLUMNS))  # what foreachBatch reads
               .option("startingPosition", begin)
               .option("snapshotChunkRows", str(max(1000, batch_rows)))
               .option("maxEventsPerTrigger", str(batch_rows)))
@@ -252,7 +254,7 @@ class TimedUpserter:
     each batch: from the binlog time of its last change (``ts_ms``: whole seconds, so the real
     lag lies in a range 1 s wide) to the end of its Delta commit."""
 
-    COLUMNS = ["op", "db", "table", "before", "after", "seq", "ts_ms"]
+    COLUMNS = [*UPSERT_FIELDS, "ts_ms"]
 
     def __init__(self, upserter):
         self.upserter = upserter

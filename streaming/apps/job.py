@@ -184,6 +184,10 @@ def _source(table: dict) -> dict[str, str]:
             and lower.get("schemahistory", "true").lower() != "false" \
             and lower.get("layout", "envelope").lower() != "flat":
         source["includeSchemaChanges"] = "true"
+    # Spark does not prune a Python source's columns: deliver only what the upserter reads
+    from streaming.options import UPSERT_FIELDS
+    if "fields" not in lower and lower.get("layout", "envelope").lower() != "flat":
+        source["fields"] = ",".join(UPSERT_FIELDS)
     secret_env = source.pop("password_env", None)
     secret_file = source.pop("password_file", None)
     if secret_env:

@@ -26,7 +26,7 @@ from cdc.values.render import (compile_json_pair_renderer, compile_json_renderer
 from cdc.binlog.transactions import TableFilter, assemble  # noqa: E402
 from streaming import offsets  # noqa: E402
 from streaming.batches import BatchBuilder, record_batches  # noqa: E402
-from streaming.schema import JSON_SCHEMA, spark_column, typed_schema  # noqa: E402
+from streaming.schema import JSON_SCHEMA, spark_column, typed_schema, with_fields  # noqa: E402
 
 DB = "t_batch_builder"
 UTC = dt.timezone.utc
@@ -265,6 +265,29 @@ def test_typed_batches_equal_reference(binlogs, row_decoder, include, rows_per_b
     assert [b.num_rows for b in batches] == _batch_sizes(txs, rows_per_batch)
     assert len(batches) > 1 or chunk_rows is not None
     _assert_same(batches, ref, builder, typed=True)
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("typed", [False, True])
+@pytest.mark.parametrize("fields", [("op", "db", "table", "before", "after", "seq"),
+                                    ("op", "key", "source"), ("op", "after", "ts_ms")])
+def test_option_fields_builds_those_columns_of_the_full_envelope(binlogs, typed, fields):
+    """A builder for an envelope narrowed by option fields gives exactly those columns of the
+    full envelope's batches (the key JSON, computed only when delivered, included)."""
+    cols = _typed_columns(binlogs) if typed else None
+    include = f"{DB}.t_all" if typed else f"{DB}.*"
+    full_schema = typed_schema(cols) if typed else JSON_SCHEMA
+    narrow = with_fields(full_schema, fields)
+    assert narrow.fieldNames() == list(fields)
+    full = list(record_batches(_transactions(binlogs, include), BatchBuilder(full_schema, cols),
+                               50))
+    builder = BatchBuilder(narrow, cols)
+    assert builder.with_key == ("key" in fields)
+    part = list(record_batches(_transactions(binlogs, include), builder, 50))
+    assert len(part) == len(full) > 1
+    for f, p in zip(full, part):
+        assert p.schema.names == [n for n in full_schema.fieldNames() if n in fields]
+        assert p.equals(f.select(p.schema.names))
 
 
 @pytest.mark.server

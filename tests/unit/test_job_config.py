@@ -10,6 +10,7 @@ pytest.importorskip("pyspark")
 
 from cdc.errors import ConfigurationError  # noqa: E402
 from streaming.apps.job import load_config  # noqa: E402
+from streaming.options import UPSERT_FIELDS  # noqa: E402
 
 GOOD = """
 [source]
@@ -45,7 +46,7 @@ def test_good_config(tmp_path):
     assert cfg.source == {"host": "db1", "port": "3307", "user": "cdc", "password": "s3cret",
                           "includeTables": "shop.*", "failOnDataLoss": "false",
                           "startingPosition": json.dumps({"file": "mysql-bin.000003", "pos": 4}),
-                          "includeSchemaChanges": "true"}
+                          "includeSchemaChanges": "true", "fields": ",".join(UPSERT_FIELDS)}
     assert (cfg.delta_path, cfg.app_id, cfg.checkpoint) == ("/tmp/d", "a1", "/tmp/c")
     assert cfg.trigger == "10 seconds" and not cfg.available_now
     assert cfg.metrics_port == 9108
@@ -108,7 +109,7 @@ def _config(tmp_path, section=None, key=None, value=None):
 def test_the_valid_base_config_loads(tmp_path):
     cfg = load_config(_config(tmp_path))
     assert cfg.source == {"host": "db1", "user": "cdc", "password": "pw", "port": "3307",
-                          "includeSchemaChanges": "true"}
+                          "includeSchemaChanges": "true", "fields": ",".join(UPSERT_FIELDS)}
     assert cfg.trigger == "5 seconds" and cfg.metrics_port == 9108
     assert cfg.spark == {"master": "local[2]", "spark.sql.shuffle.partitions": "2"}
 
@@ -247,3 +248,12 @@ def test_local_and_hdfs_checkpoints_get_the_file_system_checkpoint_writer(tmp_pa
     # [spark] names another writer: it wins
     text += f'\n[spark]\n"{key}" = "my.Writer"\n'
     assert session_settings(load_config(_write(tmp_path, text)))[key] == "my.Writer"
+
+
+def test_the_job_delivers_only_the_upserters_columns_unless_told(tmp_path):
+    secret = _write(tmp_path, "s3cret\n", "pw")
+    text = GOOD.format(secret=secret)
+    told = text.replace('includeTables = "shop.*"', 'includeTables = "shop.*"\nfields = "op,after"')
+    assert load_config(_write(tmp_path, told)).source["fields"] == "op,after"
+    flat = text.replace('includeTables = "shop.*"', 'table = "shop.orders"\nlayout = "flat"')
+    assert "fields" not in load_config(_write(tmp_path, flat)).source

@@ -8,7 +8,7 @@ import pytest
 from cdc.errors import ConfigurationError
 from cdc.positions import Start
 from cdc.replica.config import ReplicaConfig, SslOptions
-from streaming.options import OPTIONS, SourceOptions
+from streaming.options import ENVELOPE_FIELDS, OPTIONS, SourceOptions
 
 BASE = {"host": "db1", "user": "cdc", "password": "s3cret"}
 
@@ -39,6 +39,10 @@ def test_an_unknown_option_lists_the_valid_ones():
     ({"table": "orders"}, "option table must name one table as db.table, not 'orders'"),
     ({"table": "shop.orders", "includeTables": "shop.*"},
      "options table and includeTables exclude each other"),
+    ({"fields": "op,after,keys"}, "option fields: keys is not an envelope column; choose "
+                                  "among op,db,table,before,after,key,ts_ms,source,seq"),
+    ({"fields": " , "}, "option fields: no column is not an envelope column"),
+    ({"fields": "after", "table": "a.b", "layout": "flat"}, "option fields needs layout=envelope"),
     ({"startingPosition": '{"file": "x.000001", "pos": 2}'},
      "startingPosition '{\"file\": \"x.000001\", \"pos\": 2}' is not understood"),
 ])
@@ -46,6 +50,13 @@ def test_bad_values_say_which_option_and_what_it_takes(kw, message):
     with pytest.raises(ConfigurationError) as e:
         parse(**kw)
     assert message in str(e.value)
+
+
+def test_fields_keep_the_envelope_order_and_always_op():
+    from streaming.schema import JSON_SCHEMA
+    assert tuple(JSON_SCHEMA.fieldNames()) == ENVELOPE_FIELDS
+    assert parse(fields="seq, after,before").fields == ("op", "before", "after", "seq")
+    assert parse().fields is None
 
 
 def test_a_stream_needs_host_and_user():
