@@ -9,8 +9,9 @@ Starts a private MariaDB (cdc.embedded) and a ``local[2]`` Spark session and mea
 
 * throughput: each workload (bench.workloads: inserts in 5000-row statements, one big UPDATE,
   one-row transactions ``small_tx``; ``wide``/``json`` when asked) streamed ``availableNow``
-  with ``maxEventsPerTrigger`` into Delta; changes/s from ``start()`` to the query's end (warm
-  session). Side by side on the same binlog: ``decoder`` (bench decode's ``tuples`` path: the
+  with ``maxEventsPerTrigger`` into Delta, with option ``fields`` (the columns the upserter
+  reads); changes/s from ``start()`` to the query's end, on a session that has already run a
+  warm-up of inserts through each mode (``--no-warm-up``: without it). Side by side on the same binlog: ``decoder`` (bench decode's ``tuples`` path: the
   binlog files -> decoded rows, no Spark, no Delta) and ``hand-written`` (what a user writes
   instead: python-mysql-replication from the live server -> last change per key in a Python
   dict -> pyarrow -> ``deltalake`` MERGE with the same predicates, one MERGE per
@@ -38,15 +39,19 @@ import tempfile
 import threading
 import time
 
+from streaming.options import UPSERT_FIELDS
+
 SCALES = {
     "tiny": {"rows": {"inserts": 2000, "updates": 2000, "small_tx": 200, "wide": 500, "json": 500},
-             "rates": [100], "lat_seconds": 2.0, "max_events": 1000},
+             "rates": [100], "lat_seconds": 2.0, "max_events": 1000, "warm_rows": 1000},
     "small": {"rows": {"inserts": 60_000, "updates": 30_000, "small_tx": 2_000, "wide": 10_000,
                        "json": 10_000},
-              "rates": [100, 1000], "lat_seconds": 6.0, "max_events": 100_000},
+              "rates": [100, 1000], "lat_seconds": 6.0, "max_events": 100_000,
+              "warm_rows": 50_000},
     "full": {"rows": {"inserts": 500_000, "updates": 200_000, "small_tx": 20_000, "wide": 100_000,
                       "json": 100_000},
-             "rates": [100, 1000, 5000], "lat_seconds": 20.0, "max_events": 100_000},
+             "rates": [100, 1000, 5000], "lat_seconds": 20.0, "max_events": 100_000,
+             "warm_rows": 200_000},
 }
 DEFAULT_WORKLOADS = "inserts,updates,small_tx"
 KEY_OF = {"inserts": "orders", "updates": "orders", "small_tx": "orders", "wide": "wide",
@@ -133,7 +138,9 @@ class RssSampler:
 def _options(conn: dict, db: str, start_file: str, start_pos: int = 4, **extra) -> dict:
     opts = {"host": conn["host"], "port": str(conn["port"]), "user": conn["user"],
             "password": conn["password"], "includeTables": f"{db}.*",
-            "startingPosition": json.dumps({"file": start_file, "pos": start_pos})}
+            "startingPosition": json.dumps({"file": start_file, "pos": start_pos}),
+            # the columns DeltaUpserter reads (Spark does not prune a Python source's)
+            "fields": ",".join(UPSERT_FIELDS)}
     opts.update({k: str(v) for k, v in extra.items()})
     return opts
 
@@ -174,6 +181,22 @@ def stream_to_delta(spark, conn, db, start_file, out, ckpt, max_events, min_part
     progress = q.recentProgress
     busy = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
     return sum(p["numInputRows"] for p in progress), dt, len(progress), busy
+
+
+def warm_up_runs(spark, server, conn, work: str, rows: int, modes, max_events: int,
+                 min_partitions: int, out=print) -> None:
+    """Untimed runs of *rows* inserts through each mode before the throughput runs: the JVM's
+    JIT compiles the Arrow/row conversion code in a query's first ~100k changes (the first
+    100k-row batch of a fresh session took 4-6 s against ~0.6 s later), so without this the
+    first workload measured would carry the warm-up that "start" already reports."""
+    from .workloads import run_workload
+    db, start_file, _ = run_workload(server, "inserts", rows, os.path.join(work, "bl-warm"))
+    for mode in modes:
+        t = time.perf_counter()
+        stream_to_delta(spark, conn, db, start_file, os.path.join(work, "d-warm-" + mode),
+                        os.path.join(work, "c-warm-" + mode), max_events, min_partitions,
+                        table=KEY_OF["inserts"] if mode == "typed" else None)
+        out(f"warm-up ({mode}, {rows:,} inserts, not timed): {time.perf_counter() - t:.1f} s")
 
 
 def start_time(spark, conn, work: str, tag: str) -> float:
@@ -369,7 +392,7 @@ def latency(spark, server, conn, work: str, rate: int, seconds: float, trigger: 
 
 def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
         max_events: int | None = None, trigger: str = "0 seconds", hand: bool = True,
-        decoder: bool = True, min_partitions: int = 1, modes=("json",),
+        decoder: bool = True, min_partitions: int = 1, modes=("json",), warm_up: bool = True,
         out=print) -> dict:
     """Everything, in one run; returns {"throughput": [...], "latency": [...], "start": {...},
     "rss": {...}} and prints the tables as it goes."""
@@ -396,8 +419,12 @@ def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
                 res["start"]["warm"] = start_time(spark, conn, work, "warm")
                 out(f"start -> first batch in Delta: cold {res['start']['cold']:.2f} s, warm "
                     f"{res['start']['warm']:.2f} s (session {res['start']['session']:.1f} s)")
+                names = [w for w in workloads.split(",") if w not in ("", "none")]
+                if names and warm_up:
+                    warm_up_runs(spark, server, conn, work, cfg["warm_rows"], modes, max_events,
+                                 min_partitions, out)
                 out(THROUGHPUT_HEADER)
-                for name in [w for w in workloads.split(",") if w not in ("", "none")]:
+                for name in names:
                     rows = cfg["rows"][name]
                     db, start_file, files = run_workload(server, name, rows,
                                                          os.path.join(work, "bl-" + name))
@@ -508,12 +535,15 @@ def main(argv=None) -> dict:
                     help="throughput runs: json (the envelope, option includeTables) and/or "
                          "typed (option table=db.<the workload's table>), comma-separated")
     ap.add_argument("--no-hand", action="store_true", help="skip the hand-written pipeline")
+    ap.add_argument("--no-warm-up", action="store_true",
+                    help="measure throughput on a JVM that has not run a big batch yet")
     ap.add_argument("--markdown", help="also write the tables to this file")
     args = ap.parse_args(argv)
     rates = None if not args.rates else [] if args.rates == "none" else [
         int(x) for x in args.rates.split(",")]
     res = run(args.scale, args.workloads, rates, args.max_events, args.trigger,
               hand=not args.no_hand, min_partitions=args.min_partitions,
+              warm_up=not args.no_warm_up,
               modes=[m for m in args.modes.split(",") if m])
     text = table(res)
     print()
