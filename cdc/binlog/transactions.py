@@ -333,8 +333,9 @@ class Transaction:
                          tmap.column_names if tmap is not None else [], self, index)
 
     def row_count(self) -> int:
-        """Rows changed (truncates not counted)."""
-        return sum(len(ev.rows) for ev in self.rows_events)
+        """Rows changed (truncates not counted); counted without building the rows where the
+        decoder can (:meth:`~cdc.binlog.events.rows.RowsEvent.count_rows`)."""
+        return sum(ev.count_rows() for ev in self.rows_events)
 
     def change_count(self, schema_changes: bool = True) -> int:
         """The number of :meth:`changes`: rows changed plus truncates and (*schema_changes*:

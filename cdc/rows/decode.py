@@ -64,6 +64,22 @@ def decode_images(tmap, kind: str, data, pos: int, present1: tuple[int, ...],
         raise malformed_rows_error(tmap, kind, data, pos, present1, present2, partial, e) from None
 
 
+def count_images(tmap, kind: str, data, pos: int, present1: tuple[int, ...],
+                 present2: tuple[int, ...] | None, partial: bool = False,
+                 decoder: str | None = None) -> int:
+    """``len(decode_images(...))``; the compiled decoder walks the images without building the
+    rows (a driver counting rows to bound a micro-batch does not need them)."""
+    if not (uses_c(decoder) and not partial and hasattr(rowdecode, "count_rows")):
+        return len(decode_images(tmap, kind, data, pos, present1, present2, partial, decoder))
+    plans = tmap.row_plans
+    p1 = plans.c_plan(present1)
+    p2 = None if kind != "update" else p1 if present2 == present1 else plans.c_plan(present2)
+    try:
+        return rowdecode.count_rows(data, pos, p1, p2)
+    except (ParseError, IndexError, ValueError, OverflowError, struct.error) as e:
+        raise malformed_rows_error(tmap, kind, data, pos, present1, present2, partial, e) from None
+
+
 def _column_label(col) -> str:
     name = col.name if col.name is not None else f"@{col.index + 1}"
     return f"column {name} ({col.type_name})"

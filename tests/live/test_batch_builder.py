@@ -291,6 +291,17 @@ def test_option_fields_builds_those_columns_of_the_full_envelope(binlogs, typed,
 
 
 @pytest.mark.server
+@pytest.mark.parametrize("row_decoder", ["c", "python"], indirect=True)
+def test_counted_rows_equal_decoded_rows(binlogs, row_decoder):
+    """Transaction.row_count (the driver's count, without building rows where it can) on every
+    rows event of these binlogs: MINIMAL and NOBLOB images, every column type, updates."""
+    txs = _transactions(binlogs)
+    assert [tx.row_count() for tx in txs] == \
+        [sum(len(ev.decode_rows()) for ev in tx.rows_events) for tx in txs]
+    assert sum(tx.row_count() for tx in txs) > 300
+
+
+@pytest.mark.server
 def test_literal_json_and_typed_values(binlogs):
     """The mapping itself, written out: exact decimals, ISO dates, Z for TIMESTAMP, escapes,
     base64, zero dates as text, TIME with a fraction, null."""

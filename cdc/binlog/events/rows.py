@@ -13,7 +13,7 @@ from cdc.binlog.events.payload import maria_uncompress
 from cdc.binlog.tablemap import MAX_COLUMNS, decode_table_map
 from cdc.binlog.wire import read_lenenc
 from cdc.errors import ParseError, SchemaError, TruncatedEventError
-from cdc.rows.decode import decode_images, present_columns
+from cdc.rows.decode import count_images, decode_images, present_columns
 
 
 def _located(e: ParseError, file, pos) -> ParseError:
@@ -89,14 +89,24 @@ class RowsEvent(Event):
             if self._rows is not None:
                 return self._rows
             table = self.table
+        return self._images(decode_images, table)
+
+    def count_rows(self) -> int:
+        """``len(self.decode_rows())``, without building the rows when the compiled decoder
+        is in use (the same errors)."""
+        if self._rows is not None:
+            return len(self._rows)
+        return self._images(count_images, self.table)
+
+    def _images(self, walk, table):
         if table is None:
             raise SchemaError(
                 f"rows event for table id {self.table_id} has no TABLE_MAP before it (at file "
                 f"{self.file}, position {self.pos}); start reading at a transaction boundary (a "
                 f"GTID/BEGIN event), not mid-transaction")
         try:
-            return decode_images(table, self.kind, self._data, self._start, self._present,
-                                 self._present_after, self.partial, self.row_decoder)
+            return walk(table, self.kind, self._data, self._start, self._present,
+                        self._present_after, self.partial, self.row_decoder)
         except ParseError as e:
             if e.file is None and e.position is None and (self.file or self.pos is not None):
                 raise _located(e, self.file, self.pos) from None
