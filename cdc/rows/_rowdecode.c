@@ -684,40 +684,55 @@ read_image(const PlanObject *pl, PyObject *data, const unsigned char *buf, Py_ss
     return row;
 }
 
-static PyObject *
-decode_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+/* The arguments (data, pos, plan, after_plan=None) of decode_rows and count_rows, with data's
+ * buffer in *view (release it): 0, or -1 with an error set (and no buffer held). */
+static int
+rows_args(const char *name, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t *pos,
+          const PlanObject **p1, const PlanObject **p2, Py_buffer *view)
 {
     if (nargs < 3 || nargs > 4) {
-        PyErr_SetString(PyExc_TypeError, "decode_rows(data, pos, plan, after_plan=None)");
-        return NULL;
+        PyErr_Format(PyExc_TypeError, "%s(data, pos, plan, after_plan=None)", name);
+        return -1;
     }
-    PyObject *data = args[0];
-    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
-    if (pos == -1 && PyErr_Occurred())
-        return NULL;
+    *pos = PyLong_AsSsize_t(args[1]);
+    if (*pos == -1 && PyErr_Occurred())
+        return -1;
     if (!PyObject_TypeCheck(args[2], &PlanType)) {
         PyErr_SetString(PyExc_TypeError, "plan must be a cdc.rows._rowdecode.Plan");
-        return NULL;
+        return -1;
     }
-    const PlanObject *p1 = (const PlanObject *)args[2], *p2 = NULL;
+    *p1 = (const PlanObject *)args[2];
+    *p2 = NULL;
     if (nargs == 4 && args[3] != Py_None) {
         if (!PyObject_TypeCheck(args[3], &PlanType)) {
             PyErr_SetString(PyExc_TypeError, "after_plan must be a cdc.rows._rowdecode.Plan or None");
-            return NULL;
+            return -1;
         }
-        p2 = (const PlanObject *)args[3];
+        *p2 = (const PlanObject *)args[3];
     }
+    if (PyObject_GetBuffer(args[0], view, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (*pos < 0 || *pos > view->len) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "start position outside the event");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+decode_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t pos;
+    const PlanObject *p1, *p2;
     Py_buffer view;
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+    if (rows_args("decode_rows", args, nargs, &pos, &p1, &p2, &view) < 0)
         return NULL;
+    PyObject *data = args[0];
     const unsigned char *buf = (const unsigned char *)view.buf;
     Py_ssize_t len = view.len;
     PyObject *rows = NULL;
     Raw *raws = NULL;
-    if (pos < 0 || pos > len) {
-        PyErr_SetString(PyExc_ValueError, "start position outside the event");
-        goto done;
-    }
     /* The raw bytes and values of the last (before) image: an update's after-image value whose
      * bytes equal the before image's is that same immutable object, as on the Python path;
      * DECIMAL/temporal values equal to the previous row's too. Cheap values (ints, floats,
@@ -825,30 +840,14 @@ skip_image(const PlanObject *pl, PyObject *data, const unsigned char *buf, Py_ss
 static PyObject *
 count_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs < 3 || nargs > 4) {
-        PyErr_SetString(PyExc_TypeError, "count_rows(data, pos, plan, after_plan=None)");
-        return NULL;
-    }
-    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
-    if (pos == -1 && PyErr_Occurred())
-        return NULL;
-    if (!PyObject_TypeCheck(args[2], &PlanType) ||
-            (nargs == 4 && args[3] != Py_None && !PyObject_TypeCheck(args[3], &PlanType))) {
-        PyErr_SetString(PyExc_TypeError, "plans must be cdc.rows._rowdecode.Plan objects");
-        return NULL;
-    }
-    const PlanObject *p1 = (const PlanObject *)args[2];
-    const PlanObject *p2 = nargs == 4 && args[3] != Py_None ? (const PlanObject *)args[3] : NULL;
+    Py_ssize_t pos;
+    const PlanObject *p1, *p2;
     Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+    if (rows_args("count_rows", args, nargs, &pos, &p1, &p2, &view) < 0)
         return NULL;
     const unsigned char *buf = (const unsigned char *)view.buf;
     Py_ssize_t len = view.len, n = 0;
     PyObject *result = NULL;
-    if (pos < 0 || pos > len) {
-        PyErr_SetString(PyExc_ValueError, "start position outside the event");
-        goto done;
-    }
     while (pos < len) {
         Py_ssize_t before_pos = pos;
         pos = skip_image(p1, args[0], buf, len, pos);
