@@ -64,8 +64,8 @@ from streaming.delta_schema import SCHEMA_CHANGE, apply_schema_changes
 from streaming.delta_types import (arrow_converter, arrow_schema, delta_spark_type,
                                    json_converter, typed_converter)
 from streaming.json_images import NotFast, read_images, reader_schema
-from streaming.options import UPSERT_FIELDS
 from streaming.last_change import by_table, last_changes, last_changes_typed, last_truncate
+from streaming.options import UPSERT_FIELDS
 
 _DECODE = json.JSONDecoder(parse_float=Decimal).decode   # one decoder (json.loads makes one a call)
 
@@ -578,8 +578,8 @@ def key_ranges(source: pa.Table, schema: pa.Schema, key: list[str]) -> str:
     same matches (a target row equal to a change's key lies in the changes' range), but
     delta-rs skips every file whose statistics lie outside it instead of reading the whole
     table each batch (a stream's inserts land beyond every existing file: a one-row MERGE after
-    300 batches went from ~150 to ~50 ms). Other key types: no range (string statistics may be
-    truncated)."""
+    300 batches went from ~170 to ~100 ms). Other key types: no range (string statistics may
+    be truncated)."""
     import pyarrow.compute as pc
     out = []
     for k in key:

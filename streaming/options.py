@@ -342,8 +342,9 @@ def _fields(text: str, layout: str | None) -> tuple:
     names = _globs(text)
     wrong = [n for n in names if n not in ENVELOPE_FIELDS]
     if wrong or not names:
-        raise ConfigurationError(f"option fields: {', '.join(wrong) or 'no column'} is not an "
-                                 f"envelope column; choose among {','.join(ENVELOPE_FIELDS)}")
+        what = f"{', '.join(wrong)} is not an envelope column" if wrong else "names no column"
+        raise ConfigurationError(f"option fields: {what}; choose among "
+                                 f"{','.join(ENVELOPE_FIELDS)}")
     if layout == "flat":
         raise ConfigurationError("option fields needs layout=envelope (the flat layout has the "
                                  "table's columns, not the envelope's)")

@@ -41,7 +41,7 @@ def test_an_unknown_option_lists_the_valid_ones():
      "options table and includeTables exclude each other"),
     ({"fields": "op,after,keys"}, "option fields: keys is not an envelope column; choose "
                                   "among op,db,table,before,after,key,ts_ms,source,seq"),
-    ({"fields": " , "}, "option fields: no column is not an envelope column"),
+    ({"fields": " , "}, "option fields: names no column; choose among op,db,"),
     ({"fields": "after", "table": "a.b", "layout": "flat"}, "option fields needs layout=envelope"),
     ({"startingPosition": '{"file": "x.000001", "pos": 2}'},
      "startingPosition '{\"file\": \"x.000001\", \"pos\": 2}' is not understood"),
