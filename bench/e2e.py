@@ -11,8 +11,9 @@ Starts a private MariaDB (cdc.embedded) and a ``local[2]`` Spark session and mea
   one-row transactions ``small_tx``; ``wide``/``json`` when asked) streamed ``availableNow``
   with ``maxEventsPerTrigger`` into Delta, with option ``fields`` (the columns the upserter
   reads); changes/s from ``start()`` to the query's end, on a session that has already run a
-  warm-up of inserts through each mode (``--no-warm-up``: without it). Side by side on the same binlog: ``decoder`` (bench decode's ``tuples`` path: the
-  binlog files -> decoded rows, no Spark, no Delta) and ``hand-written`` (what a user writes
+  warm-up of inserts through each mode (``--no-warm-up``: without it). Side by side on the
+  same binlog: ``decoder`` (bench decode's ``tuples`` path: the binlog files -> decoded rows,
+  no Spark, no Delta) and ``hand-written`` (what a user writes
   instead: python-mysql-replication from the live server -> last change per key in a Python
   dict -> pyarrow -> ``deltalake`` MERGE with the same predicates, one MERGE per
   ``--max-events`` changes);

@@ -529,6 +529,40 @@ gc_tracked(PyObject *v)
     return PyObject_IS_GC(v) && PyObject_GC_IsTracked(v);
 }
 
+/* The NULL bitmap of an image at pos: where the values start, or -1 with an error set. */
+static inline Py_ssize_t
+after_null_bitmap(const PlanObject *pl, Py_ssize_t len, Py_ssize_t pos)
+{
+    if (pl->null_bytes > len - pos) {
+        PyErr_SetString(PyExc_ValueError, "row image null bitmap runs past the end of the event");
+        return -1;
+    }
+    return pos + pl->null_bytes;
+}
+
+/* Where the raw bytes of a natively read value at start end (its body, after a length prefix,
+ * in *body), or -1 with an error set. */
+static inline Py_ssize_t
+native_value_end(const ColSpec *c, const unsigned char *buf, Py_ssize_t len, Py_ssize_t start,
+                 Py_ssize_t *body)
+{
+    Py_ssize_t n = c->size;
+    *body = start;
+    if (c->kind == K_STR || c->kind == K_BYTES) {
+        if (c->a > len - start)
+            return short_image();
+        unsigned long long vlen = le_uint(buf + start, c->a);
+        *body = start + c->a;
+        if (vlen > (unsigned long long)(len - *body))
+            return short_image();
+        n = (Py_ssize_t)vlen;
+    }
+    else if (n > len - start) {
+        return short_image();
+    }
+    return *body + n;
+}
+
 /* One row image at *ppos (NULL bitmap first): a new tuple, or NULL with an error set.
  * rec: where this image's native values and their raw bytes are recorded; the previous row's
  * DECIMAL/temporal values there are reused when the bytes are the same (a costly Decimal or
@@ -543,14 +577,10 @@ read_image(const PlanObject *pl, PyObject *data, const unsigned char *buf, Py_ss
            Py_ssize_t *ppos, Raw *rec, const Raw *prev)
 {
     int tracked = 0;
-    Py_ssize_t pos = *ppos;
-    Py_ssize_t nb = pl->null_bytes;
-    if (nb > len - pos) {
-        PyErr_SetString(PyExc_ValueError, "row image null bitmap runs past the end of the event");
+    const unsigned char *nulls = buf + *ppos;
+    Py_ssize_t pos = after_null_bitmap(pl, len, *ppos);
+    if (pos < 0)
         return NULL;
-    }
-    const unsigned char *nulls = buf + pos;
-    pos += nb;
     PyObject *row = PyTuple_New(pl->ncols);
     if (row == NULL)
         return NULL;
@@ -583,25 +613,11 @@ read_image(const PlanObject *pl, PyObject *data, const unsigned char *buf, Py_ss
             goto store;
         }
         /* native: find the raw bytes [start, pos) first */
-        Py_ssize_t n = c->size, body = start;
-        if (c->kind == K_STR || c->kind == K_BYTES) {
-            if (c->a > len - start) {
-                short_image();
-                goto fail;
-            }
-            unsigned long long vlen = le_uint(buf + start, c->a);
-            body = start + c->a;
-            if (vlen > (unsigned long long)(len - body)) {
-                short_image();
-                goto fail;
-            }
-            n = (Py_ssize_t)vlen;
-        }
-        else if (n > len - body) {
-            short_image();
+        Py_ssize_t body;
+        pos = native_value_end(c, buf, len, start, &body);
+        if (pos < 0)
             goto fail;
-        }
-        pos = body + n;
+        Py_ssize_t n = pos - body;
         const Raw *same = prev ? &prev[k] : rec && c->row_reuse ? &rec[k] : NULL;
         if (same && same->off >= 0 && same->len == pos - start
                 && memcmp(buf + same->off, buf + start, pos - start) == 0) {
@@ -796,14 +812,9 @@ static Py_ssize_t
 skip_image(const PlanObject *pl, PyObject *data, const unsigned char *buf, Py_ssize_t len,
            Py_ssize_t pos)
 {
-    Py_ssize_t nb = pl->null_bytes;
-    if (nb > len - pos) {
-        PyErr_SetString(PyExc_ValueError, "row image null bitmap runs past the end of the event");
-        return -1;
-    }
     const unsigned char *nulls = buf + pos;
-    pos += nb;
-    for (Py_ssize_t k = 0; k < pl->npresent; k++) {
+    pos = after_null_bitmap(pl, len, pos);
+    for (Py_ssize_t k = 0; pos >= 0 && k < pl->npresent; k++) {
         const ColSpec *c = &pl->cols[k];
         if (nulls[k >> 3] & (1 << (k & 7)))
             continue;
@@ -814,25 +825,8 @@ skip_image(const PlanObject *pl, PyObject *data, const unsigned char *buf, Py_ss
             Py_DECREF(v);
             continue;
         }
-        Py_ssize_t n = c->size, body = pos;
-        if (c->kind == K_STR || c->kind == K_BYTES) {
-            if (c->a > len - pos) {
-                short_image();
-                return -1;
-            }
-            unsigned long long vlen = le_uint(buf + pos, c->a);
-            body = pos + c->a;
-            if (vlen > (unsigned long long)(len - body)) {
-                short_image();
-                return -1;
-            }
-            n = (Py_ssize_t)vlen;
-        }
-        else if (n > len - body) {
-            short_image();
-            return -1;
-        }
-        pos = body + n;
+        Py_ssize_t body;
+        pos = native_value_end(c, buf, len, pos, &body);
     }
     return pos;
 }
