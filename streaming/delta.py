@@ -146,7 +146,7 @@ class _Table:
         self.spark_types = [delta_spark_type(c) for c in info.columns]
         self.schema = arrow_schema(info.columns)
         self.json_conv = [json_converter(c, s) for c, s in zip(self.columns, self.spark_types)]
-        self.typed_conv = [typed_converter(c, s) for c, s in zip(self.columns, self.spark_types)]
+        self.typed_conv = [typed_converter(c) for c in self.columns]
         # the same for whole Arrow columns of typed images
         self.typed_arrow_conv = {c.name: arrow_converter(f) for c, f in zip(self.columns,
                                                                        self.typed_conv) if f}

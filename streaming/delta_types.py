@@ -93,7 +93,7 @@ def json_converter(col: ColumnDef, spark: DataType) -> Callable[[object], object
     return lambda v: v if v is None or type(v) is int else int(v)     # integer types
 
 
-def typed_converter(col: ColumnDef, spark: DataType) -> Callable[[object], object] | None:
+def typed_converter(col: ColumnDef) -> Callable[[object], object] | None:
     """Converter for typed-mode struct values (already typed): only TIME changes."""
     if isinstance(spark_column(col).spark, DayTimeIntervalType):
         return lambda v: None if v is None else time_text(v)
