@@ -416,7 +416,7 @@ class BatchBuilder:
     def _image_array(self, image, op, no_image, filled: bool) -> pa.Array:
         if self.typed:
             # null structs where the op has no such image (r: a snapshot row, t: a truncate)
-            return self._typed_array(image, mask=pc.is_in(op, no_image))
+            return self._typed_array(image, mask=pc.is_in(op, pa.array(no_image, pa.string())))
         return pa.array(image, pa.string()) if filled else pa.nulls(len(op), pa.string())
 
     @staticmethod
@@ -438,9 +438,10 @@ class BatchBuilder:
 SOURCE_ROW_TYPE = pa.int32()
 # typed values are converted to Arrow about this many at a time (and at least 256 rows)
 _TYPED_CHUNK_VALUES = 16384
-# the ops whose rows have no before / no after image
-_NO_BEFORE = pa.array(["c", "r", "t", "s"])
-_NO_AFTER = pa.array(["d", "t", "s"])
+# the ops whose rows have no before / no after image (plain tuples: pa.array() at import time
+# would import pandas, 0.2 s, in every Spark Python worker that merely looks the source up)
+_NO_BEFORE = ("c", "r", "t", "s")
+_NO_AFTER = ("d", "t", "s")
 
 
 class _TypedImage:

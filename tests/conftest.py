@@ -30,7 +30,18 @@ from typing import Any, Callable
 
 import pytest
 
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+def _worker_python() -> str:
+    """What local sessions' workers run (streaming.local_spark.worker_python); the plain
+    interpreter without PySpark."""
+    try:
+        from streaming.local_spark import worker_python
+    except ImportError:
+        return sys.executable
+    return worker_python()
+
+
+os.environ.setdefault("PYSPARK_PYTHON", _worker_python())
 
 from cdc.embedded import EmbeddedMariaDB  # noqa: E402
 from cdc.errors import ConfigurationError  # noqa: E402

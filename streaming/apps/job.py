@@ -396,14 +396,18 @@ def _session(cfg: JobConfig):
     """``(session, started here)``: the active session, or a new one with
     :func:`session_settings` (Spark's error log of a failed query off: the job reports the
     error itself)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     from streaming.apps.runtime import quiet_query_errors
+    from streaming.local_spark import worker_python
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
-    b = SparkSession.builder.appName(cfg.query_name or "binlog-cdc-job")
-    b = b.master(cfg.spark.get("master", "local[2]"))
+    master = cfg.spark.get("master", "local[2]")
+    # a local session's workers start faster through the launcher; executors elsewhere run
+    # the interpreter of the same path as this one
+    os.environ.setdefault("PYSPARK_PYTHON",
+                          worker_python() if master.startswith("local") else sys.executable)
+    b = SparkSession.builder.appName(cfg.query_name or "binlog-cdc-job").master(master)
     for k, v in session_settings(cfg).items():
         b = b.config(k, v)
     spark = b.getOrCreate()
