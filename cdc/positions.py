@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Iterable, Mapping, Union
 
 from cdc.binlog.gtid import GtidSet, MariaGtidPosition
@@ -33,12 +34,18 @@ _FILE_POS_RE = re.compile(r"(?P<file>[^:\s]+):(?P<pos>\d+)\Z")
 _UUID_RE = re.compile(r"[0-9a-fA-F-]{36}")
 
 
+@lru_cache(maxsize=4096)
+def _file_number(name: str) -> int | None:
+    m = _NUMBER.search(name)
+    return int(m.group(1)) if m else None
+
+
 def binlog_file_number(name: str, default=_NO_DEFAULT) -> int:
     """The sequence number of a binlog file name (``mysql-bin.000042`` -> 42); binlog files
     order by it. A name without one raises ConfigurationError, or gives *default* if given."""
-    m = _NUMBER.search(name or "")
-    if m:
-        return int(m.group(1))
+    n = _file_number(name or "")
+    if n is not None:
+        return n
     if default is not _NO_DEFAULT:
         return default
     raise ConfigurationError(f"{name!r} is not a binlog file name (<basename>.<number>)")

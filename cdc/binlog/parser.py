@@ -30,7 +30,6 @@ from cdc.binlog.events import (HEADER, REGISTRY, Context, Event, EventHeader, Ro
 
 MAX_EVENT_SIZE = 1 << 30  # max_allowed_packet's ceiling; larger sizes mean corruption
 _HDR = HEADER.unpack_from
-_U32 = struct.Struct("<I").unpack_from
 _crc32 = zlib.crc32
 _new_header = tuple.__new__
 _REGISTRY_GET = REGISTRY.get
@@ -121,14 +120,17 @@ class BinlogParser:
         if len(data) < V4_HEADER_LEN:
             raise TruncatedEventError(f"replication packet of {len(data)} bytes is shorter than an "
                                       f"event header", file=self.ctx.file)
-        size = int.from_bytes(data[9:13], "little")
-        if size != len(data):
+        # events keep views of these bytes: a read-only view (of bytes) is kept as it is, other
+        # buffers are copied (their owner may reuse them)
+        raw = data if type(data) is memoryview and data.readonly else memoryview(
+            data if type(data) is bytes else bytes(data))
+        hdr = _HDR(raw, 0)
+        if hdr[3] != len(raw):
             raise TruncatedEventError(
-                f"event says it is {size} bytes but the packet carries {len(data)}",
+                f"event says it is {hdr[3]} bytes but the packet carries {len(raw)}",
                 file=self.ctx.file)
-        raw = memoryview(data if type(data) is bytes else bytes(data))
-        ev = self._decode(raw, None)
-        if ev.header.type_code in _SPECIAL:
+        ev = self._decode(raw, None, hdr=hdr)
+        if hdr[1] in _SPECIAL:
             return [ev, *self._after_special(ev)]
         return [ev]
 
@@ -256,10 +258,11 @@ class BinlogParser:
             if self.stream:
                 self.ctx.file = ev.next_file
 
-    def _decode(self, raw, pos: int | None, *, inner: bool = False) -> Event:
-        """One whole event; *raw* is a memoryview (or bytes) of exactly its bytes."""
+    def _decode(self, raw, pos: int | None, *, inner: bool = False, hdr=None) -> Event:
+        """One whole event; *raw* is a memoryview (or bytes) of exactly its bytes (*hdr*: its
+        header, unpacked already)."""
         ctx = self.ctx
-        header = _new_header(EventHeader, _HDR(raw, 0))
+        header = _new_header(EventHeader, hdr or _HDR(raw, 0))
         type_code = header[1]
         try:
             if type_code == FORMAT_DESCRIPTION:
@@ -279,9 +282,8 @@ class BinlogParser:
                 else:
                     has_crc = ctx.checksum == ChecksumAlg.CRC32
                 if has_crc:
-                    if self.verify_checksum and not inner:
-                        if _crc32(raw[:-4]) != _U32(raw, len(raw) - 4)[0]:
-                            self._verify(raw, header, pos)
+                    if self.verify_checksum and not inner and _crc32(raw) != CRC32_RESIDUE:
+                        self._verify(raw, header, pos)
                     body = raw[V4_HEADER_LEN:-CHECKSUM_LEN]
                 else:
                     body = raw[V4_HEADER_LEN:]

@@ -291,64 +291,70 @@ class ReplicaClient:
                                                    self._position.gtid_set is not None)
         while True:
             if self._pending:
-                payload = self._pending.pop(0)
+                payloads = [self._pending.pop(0)]
             else:
-                try:
-                    payload = reader.read_payload()
-                except TimeoutError:
-                    if self._closed:
-                        return
-                    now = time.monotonic()
-                    if max_idle is not None and now - idle_since >= max_idle:
-                        return
-                    if cfg.read_timeout and now - self._last_packet_mono > cfg.read_timeout:
-                        raise ConnectionLost(
-                            f"nothing (not even a heartbeat) from the source for "
-                            f"{now - self._last_packet_mono:.0f} s") from None
-                    continue
+                # what the last receive brought, all at once; else wait for more
+                payloads = reader.ready()
+                if not payloads:
+                    try:
+                        payloads = [reader.read_payload()]
+                    except TimeoutError:
+                        if self._closed:
+                            return
+                        now = time.monotonic()
+                        if max_idle is not None and now - idle_since >= max_idle:
+                            return
+                        if cfg.read_timeout and now - self._last_packet_mono > cfg.read_timeout:
+                            raise ConnectionLost(
+                                f"nothing (not even a heartbeat) from the source for "
+                                f"{now - self._last_packet_mono:.0f} s") from None
+                        continue
                 self._last_packet_mono = time.monotonic()
                 self.source_alive_at = time.time()
-            head = payload[0] if payload else -1
-            if head == 0:
-                events = parser.feed_event(memoryview(payload)[1:])
-                last = events[-1]
-                if last.end_pos and type(last) is not HeartbeatEvent:
-                    self._read_to = (last.file, last.end_pos)
-            elif head == 0xFF:
-                raise self._dump_error(payload)
-            elif is_eof(payload):
-                if self.blocking:
-                    # A blocking dump never ends by itself: MariaDB sends EOF when it shuts down.
-                    raise ConnectionLost("the server ended the binlog dump (shutting down?)")
-                self._caught_up = True
-                return
-            else:
-                raise ProtocolError(f"unexpected replication packet starting with 0x{head:02x}")
-            for ev in events:
-                tev = type(ev)
-                if tev is TableMapEvent:
-                    self.metadata.complete(ev.table, file=ev.file, position=ev.pos)
-                elif tev is QueryEvent:
-                    # DDL: the schema history follows it (and says what changed)
-                    if self.metadata.on_query(ev) and cfg.include_schema_changes:
-                        asm.schema_changed(ev, self.metadata.history.last_changes)
-                tx = asm.push(ev)
-                if tx is not None:
-                    pos = self._position
-                    if mysql_gtid and tx.gtid and pos is not None and pos.gtid_set is not None \
-                            and tx.gtid in pos.gtid_set:
-                        log.debug("skipping %s: already in the delivered GTID set", tx.gtid)
-                        continue
-                    self._delivered(tx)
-                    idle_since = time.monotonic()
-                    yield tx
-                elif isinstance(ev, HeartbeatEvent):
-                    self.heartbeats += 1
-                    self.last_heartbeat = (ev.log_file, ev.log_pos)
-                    if not asm.in_transaction:
-                        self._caught_up = True
-                elif isinstance(ev, RotateEvent):
-                    self._rotated(ev, asm)
+            for payload in payloads:
+                head = payload[0] if payload else -1
+                if head == 0:
+                    events = parser.feed_event(memoryview(payload)[1:])
+                    last = events[-1]
+                    if last.end_pos and type(last) is not HeartbeatEvent:
+                        self._read_to = (last.file, last.end_pos)
+                elif head == 0xFF:
+                    raise self._dump_error(payload)
+                elif is_eof(payload):
+                    if self.blocking:
+                        # A blocking dump never ends by itself: MariaDB sends EOF when it shuts
+                        # down.
+                        raise ConnectionLost("the server ended the binlog dump (shutting down?)")
+                    self._caught_up = True
+                    return
+                else:
+                    raise ProtocolError(f"unexpected replication packet starting with "
+                                        f"0x{head:02x}")
+                for ev in events:
+                    tev = type(ev)
+                    if tev is TableMapEvent:
+                        self.metadata.complete(ev.table, file=ev.file, position=ev.pos)
+                    elif tev is QueryEvent:
+                        # DDL: the schema history follows it (and says what changed)
+                        if self.metadata.on_query(ev) and cfg.include_schema_changes:
+                            asm.schema_changed(ev, self.metadata.history.last_changes)
+                    tx = asm.push(ev)
+                    if tx is not None:
+                        pos = self._position
+                        if mysql_gtid and tx.gtid and pos is not None and \
+                                pos.gtid_set is not None and tx.gtid in pos.gtid_set:
+                            log.debug("skipping %s: already in the delivered GTID set", tx.gtid)
+                            continue
+                        self._delivered(tx)
+                        idle_since = time.monotonic()
+                        yield tx
+                    elif isinstance(ev, HeartbeatEvent):
+                        self.heartbeats += 1
+                        self.last_heartbeat = (ev.log_file, ev.log_pos)
+                        if not asm.in_transaction:
+                            self._caught_up = True
+                    elif isinstance(ev, RotateEvent):
+                        self._rotated(ev, asm)
 
     def _delivered(self, tx: Transaction) -> None:
         previous = self._position

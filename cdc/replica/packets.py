@@ -107,6 +107,32 @@ class PacketReader:
                 return payload
             self._recv()
 
+    def ready(self) -> list[bytes]:
+        """Every whole payload already received, in order, without waiting (none: call
+        :meth:`read_payload`). One receive of 256 KiB holds hundreds of binlog events; taking
+        them in one call costs less per event than one :meth:`read_payload` each. Stops before
+        a payload of 16 MiB or more, or one that breaks the rules: :meth:`read_payload`
+        reassembles the one and raises for the other."""
+        buf, p, end = self._buf, self._pos, len(self._buf)
+        out: list[bytes] = []
+        limit = min(self.max_payload, MAX_PAYLOAD - 1)
+        while end - p >= HEADER_LEN:
+            length = buf[p] | (buf[p + 1] << 8) | (buf[p + 2] << 16)
+            stop = p + HEADER_LEN + length
+            if length > limit or stop > end:
+                break
+            try:
+                self._check_seq(buf[p + 3], buf[p + 4] if length else None)
+            except ProtocolError:
+                if not out:
+                    raise
+                break
+            out.append(bytes(buf[p + HEADER_LEN:stop]))
+            p = stop
+        if out:
+            self._advance(p)
+        return out
+
     def _take(self) -> bytes | None:
         buf, p, end = self._buf, self._pos, len(self._buf)
         if end - p < HEADER_LEN:

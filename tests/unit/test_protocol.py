@@ -166,6 +166,39 @@ def test_reader_sequence_gap_is_a_protocol_error_but_an_err_packet_may_come_with
         r.read_payload()
 
 
+def test_ready_takes_every_whole_payload_received_and_stops_where_read_payload_must_go_on():
+    """ready(): the batch form of read_payload (the replica client takes a whole receive at a
+    time); the same payloads, in order, the same sequence checks."""
+    a, b = _pair()
+    a.settimeout(0.5)
+    big = bytes(range(256)) * (MAX_PAYLOAD // 256 + 10)      # continued over two packets
+    first = [b"\x00" + bytes([i]) * i for i in range(1, 40)]
+    wire = b"".join(frame(p, 1 + i) for i, p in enumerate(first))
+    seq = 1 + len(first)
+    wire += frame(b"\x00after", seq) + frame(big, seq + 1)
+    r = PacketReader(a, seq=1)
+    assert r.ready() == []                                   # nothing received yet
+    b.sendall(wire[:len(wire) - len(big) - 8])   # a cut in the big payload's first header
+    got = []
+    while len(got) < len(first) + 1:
+        got += r.ready() or [r.read_payload()]
+    assert got == first + [b"\x00after"]
+    assert r.ready() == []                                   # a partial header: wait
+    t = threading.Thread(target=b.sendall, args=(wire[len(wire) - len(big) - 8:],))
+    t.start()
+    assert r.read_payload() == big          # ready() leaves a payload of >= 16 MiB to it
+    t.join()
+    assert r.ready() == [] and r.buffered == 0 and r.seq == (seq + 3) & 0xFF
+    # a sequence gap: the payloads before it, then the error
+    b.sendall(frame(b"\x00one", r.seq) + frame(b"\x00gap", r.seq + 5))
+    while r.buffered < 2 * 8:
+        r._recv()
+    assert r.ready() == [b"\x00one"]
+    with pytest.raises(ProtocolError, match="sequence number"):
+        r.ready()
+    a.close(), b.close()
+
+
 def test_reader_eof_mid_packet_is_connection_lost():
     a, b = _pair()
     r = PacketReader(a)
