@@ -82,13 +82,13 @@ def worker_python() -> str:
     """The Python that a local session's workers should run: this interpreter, through a
     launcher (in ``~/.cache/binlog-cdc``) that keeps :func:`redundant_paths` off their
     PYTHONPATH, when Spark runs from the pip-installed PySpark this interpreter imports
-    (``SPARK_HOME`` unset or that package). Otherwise, or when the launcher cannot be written,
-    :data:`sys.executable` itself. Only for local sessions: executors elsewhere have no such
+    (``SPARK_HOME`` unset or that package). Otherwise (or not on a POSIX system, or when the
+    launcher cannot be written) :data:`sys.executable` itself. Only for local sessions: executors elsewhere have no such
     file."""
     import pyspark
     package = os.path.dirname(os.path.realpath(pyspark.__file__))
     home = os.environ.get("SPARK_HOME")
-    if home and os.path.realpath(home) != package:
+    if os.name != "posix" or (home and os.path.realpath(home) != package):
         return sys.executable
     redundant = redundant_paths(package)
     if not redundant:
