@@ -31,8 +31,8 @@ def renames_atomically(location: str) -> bool:
 # installed packages, but Python caches no bytecode for a zip: each worker compiles PySpark and
 # Py4J again. A local session starts ~5 workers one after the other before its first batch
 # (data source lookup, creation, the stream's driver-side reader, planning, tasks) and one more
-# per query (the stream reader). Measured on 2 cores (bench e2e): first batch 9.7 s -> 6.1 s
-# on a fresh session, 1.6-1.9 s -> 1.0 s on a warm one.
+# per query (the stream reader). Measured on 2 cores (bench e2e's start run, interleaved): first
+# batch 10.7-11.8 s -> 6.4-6.8 s on a fresh session, 1.6-1.7 s -> 1.0 s on a warm one.
 _LAUNCHER = """#!/bin/sh
 # Written by binlog-cdc (streaming.local_spark.worker_python): runs the Python below for Spark's
 # Python workers without the entries of Spark's PYTHONPATH they do not need (copies of packages
@@ -83,8 +83,8 @@ def worker_python() -> str:
     launcher (in ``~/.cache/binlog-cdc``) that keeps :func:`redundant_paths` off their
     PYTHONPATH, when Spark runs from the pip-installed PySpark this interpreter imports
     (``SPARK_HOME`` unset or that package). Otherwise (or not on a POSIX system, or when the
-    launcher cannot be written) :data:`sys.executable` itself. Only for local sessions: executors elsewhere have no such
-    file."""
+    launcher cannot be written) :data:`sys.executable` itself. Only for local sessions:
+    executors elsewhere have no such file."""
     import pyspark
     package = os.path.dirname(os.path.realpath(pyspark.__file__))
     home = os.environ.get("SPARK_HOME")
@@ -99,7 +99,7 @@ def worker_python() -> str:
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     path = os.path.join(cache, "binlog-cdc", f"python-{digest}")
     try:
-        if not os.path.isfile(path) or open(path).read() != text:
+        if not os.path.isfile(path) or _read(path) != text:
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             tmp = f"{path}.{os.getpid()}"
             with open(tmp, "w") as f:
@@ -109,6 +109,11 @@ def worker_python() -> str:
     except OSError:
         return sys.executable
     return path
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
 
 
 def local_spark(app_name: str = "binlog-cdc", cores: int = 2):
