@@ -27,8 +27,11 @@ from cdc.cli.args import (add_connection_arguments, add_start_arguments, config_
                           on_sigterm, patterns, start_from_args)
 from cdc.cli.changes import change_json
 from cdc.cli.schema_file import load_schema_file, save_schema_file
+from cdc.errors import ServerConnectionError
+from cdc.positions import Position, binlog_file_number
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ON_UNPARSED_DDL, RetryPolicy
+from cdc.replica.sql import binlog_status, connect, fetch_rows
 from cdc.schema.changes import type_text
 from cdc.values.render import row_json
 
@@ -147,9 +150,34 @@ def _interrupt() -> None:
     raise KeyboardInterrupt
 
 
+def binlog_end(client: ReplicaClient) -> Position:
+    """The end of the source's binlog now, asked on a connection of its own."""
+    conn = connect(client.config)
+    try:
+        return binlog_status(lambda sql: fetch_rows(conn, sql), where=client.where).end
+    finally:
+        conn.close()
+
+
+def _short_of(client: ReplicaClient, end: Position) -> bool:
+    """Whether the dump stopped before *end* (what it last sent, or the position it resumes
+    from when it sent nothing)."""
+    at = client.read_to
+    if at is None or at[0] is None:
+        pos = client.position
+        at = (pos.file, pos.pos) if pos is not None and pos.file else None
+    if at is None:
+        return True
+    return (binlog_file_number(at[0]), at[1]) < end.key
+
+
 def run_tail(args) -> int:
     """Stream and print until Ctrl-C/SIGTERM (exit 0), the end of the binlog with
-    --non-blocking (exit 0), or an error (raised: the CLI prints it and exits 2)."""
+    --non-blocking (exit 0), or an error (raised: the CLI prints it and exits 2).
+
+    --non-blocking reads at least to the binlog end of when it started: a source that shuts
+    down ends the dump with the same EOF as the end of the binlog, so a dump that ends short
+    of it is read on from where it stopped (up to ``--max-retries`` times, 10 by default)."""
     client = build_client(args)
     schema_file = getattr(args, "schema_file", None)
     if schema_file:
@@ -159,10 +187,24 @@ def run_tail(args) -> int:
     printed = True  # every transaction yielded so far was printed in full
     try:
         with on_sigterm(_interrupt):
-            for tx in client.transactions():
-                printed = False
-                write_changes(out, tx, render)
-                printed = True
+            end = binlog_end(client) if args.non_blocking else None
+            attempts = args.max_retries or 10
+            for attempt in range(attempts + 1):
+                if attempt:
+                    if attempt == attempts:
+                        raise ServerConnectionError(
+                            f"the binlog dump from {client.where} ended before the end of the "
+                            f"binlog ({end.file}:{end.pos}) {attempts} times in a row (is the "
+                            f"server shutting down?)")
+                    sys.stderr.write(f"binlog-cdc tail: the dump ended at {client.position}, "
+                                     f"before the end of the binlog ({end.file}:{end.pos}; is "
+                                     f"the server restarting?); reading on\n")
+                for tx in client.transactions():
+                    printed = False
+                    write_changes(out, tx, render)
+                    printed = True
+                if end is None or not _short_of(client, end):
+                    break
     except KeyboardInterrupt:
         pass
     finally:

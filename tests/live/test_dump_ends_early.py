@@ -1,4 +1,5 @@
-"""A Spark task reading a closed binlog file "to its end" whose dump ends early.
+"""A Spark task reading a closed binlog file "to its end" whose dump ends early; and
+``binlog-cdc tail --non-blocking`` whose dump ends before the end of the binlog.
 
 A task's dump is non-blocking: the source ends it with an EOF packet at the end of the binlog
 -- and also when it shuts down, wherever the dump is.  For a chunk that reads a file that is
@@ -126,3 +127,67 @@ def test_the_client_says_how_far_the_dump_read():
     # the dump stopped after the third transaction's first two events (GTID, QUERY BEGIN)
     assert client.position.pos == one.end_of(f"{uuid}:2") == third[0]
     assert client.read_to == ("binlog.000001", third[2])
+
+
+# --- binlog-cdc tail --non-blocking --------------------------------------------------------------
+
+
+class EndsAtAlways(FakeSource):
+    """Every dump ends (EOF) at the same place in binlog.000001: a source that
+    keeps shutting down there (*stop_at*: that offset)."""
+
+    stop_at = 0
+
+    def _dump(self, sock, pkt, plan) -> None:
+        _, stream = self._dump_stream(pkt)
+        seq = 1
+        for ev in stream:
+            log_pos = int.from_bytes(ev[13:17], "little")
+            if log_pos > self.stop_at:
+                break
+            seq = self._send(sock, seq, b"\x00" + ev)
+        self._send(sock, seq, b"\xfe\x00\x00\x02\x00")
+
+
+def _tail(src, start: int, monkeypatch, capsys, *extra) -> tuple[int, list[str], str]:
+    import json
+
+    from cdc.cli.main import main
+    monkeypatch.setenv("BINLOG_CDC_PASSWORD", src.password)
+    rc = main(["tail", "--host", "127.0.0.1", "--port", str(src.port), "--user", src.user,
+               "--server-id", "502", "--non-blocking", "--format", "jsonl",
+               "--file", "binlog.000001", "--pos", str(start), *extra])
+    out, err = capsys.readouterr()
+    return rc, [json.loads(line)["gtid"] for line in out.splitlines()], err
+
+
+def test_tail_non_blocking_reads_on_when_the_dump_ends_before_the_binlog_end(monkeypatch,
+                                                                           capsys):
+    """A source that shuts down ends a non-blocking dump with the EOF of the binlog's end:
+    ``tail --non-blocking`` went on as if it had reached the end (exit 0, three transactions
+    of six missing). It reads to the binlog end it started with, reconnecting as needed."""
+    b, t = EventBuilder(), Table()
+    one, two = _files(b, t, b.uuid)
+    start = one.events()[2][0]
+    with EndsEarlyOnce([one, two]) as src:
+        rc, gtids, err = _tail(src, start, monkeypatch, capsys)
+        assert rc == 0, err
+        assert gtids == [f"{b.uuid}:{g}" for g in range(1, 7)]            # each once
+        assert [parse_dump(d)["pos"] for d in src.got.dumps] == [start, one.end_of(f"{b.uuid}:2")]
+    assert "before the end of the binlog" in err
+
+
+def test_tail_non_blocking_fails_when_the_dump_keeps_ending_early(monkeypatch, capsys):
+    b, t = EventBuilder(), Table()
+    one, two = _files(b, t, b.uuid)
+    start = one.events()[2][0]
+    with EndsAtAlways([one, two]) as src:
+        src.stop_at = one.end_of(f"{b.uuid}:2")
+        rc, gtids, err = _tail(src, start, monkeypatch, capsys, "--max-retries", "3")
+        assert len(src.got.dumps) == 3
+    assert rc == 2
+    assert "binlog-cdc: error:" in err and "Traceback" not in err
+    assert "before the end of the binlog" in err and "3 times in a row" in err
+    # what was read is printed once, and the resume point is right after it
+    assert gtids == [f"{b.uuid}:1", f"{b.uuid}:2"]
+    assert f"--pos {one.end_of(f'{b.uuid}:2')}" in err
