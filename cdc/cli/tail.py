@@ -27,7 +27,7 @@ from cdc.cli.args import (add_connection_arguments, add_start_arguments, config_
                           on_sigterm, patterns, start_from_args)
 from cdc.cli.changes import change_json
 from cdc.cli.schema_file import load_schema_file, save_schema_file
-from cdc.errors import ServerConnectionError
+from cdc.errors import ServerConnectionError, TransientServerError
 from cdc.positions import Position, binlog_file_number
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ON_UNPARSED_DDL, RetryPolicy
@@ -187,7 +187,12 @@ def run_tail(args) -> int:
     printed = True  # every transaction yielded so far was printed in full
     try:
         with on_sigterm(_interrupt):
-            end = binlog_end(client) if args.non_blocking else None
+            end = None
+            if args.non_blocking:
+                try:
+                    end = binlog_end(client)
+                except TransientServerError:
+                    pass    # unreachable: the client's first connection says so, in its words
             attempts = args.max_retries or 10
             for attempt in range(attempts + 1):
                 if attempt:
@@ -203,7 +208,11 @@ def run_tail(args) -> int:
                     printed = False
                     write_changes(out, tx, render)
                     printed = True
-                if end is None or not _short_of(client, end):
+                if not args.non_blocking:
+                    break
+                if end is None:     # the source was up for the dump: where it ends now
+                    end = binlog_end(client)
+                if not _short_of(client, end):
                     break
     except KeyboardInterrupt:
         pass

@@ -11,6 +11,8 @@ tests/live/test_hardening.py::test_a_task_whose_dump_ends_before_the_chunk_end_r
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 pytest.importorskip("pyspark")
@@ -191,3 +193,19 @@ def test_tail_non_blocking_fails_when_the_dump_keeps_ending_early(monkeypatch, c
     # what was read is printed once, and the resume point is right after it
     assert gtids == [f"{b.uuid}:1", f"{b.uuid}:2"]
     assert f"--pos {one.end_of(f'{b.uuid}:2')}" in err
+
+
+def test_tail_non_blocking_to_an_unreachable_server_says_what_the_client_says(monkeypatch,
+                                                                            capsys):
+    """Asking the binlog end first must not replace the client's own first-connection error
+    (the attempts, "check the host and port") by a bare "connection lost"."""
+    from cdc.cli.main import main
+    with socket.socket() as s:          # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("BINLOG_CDC_PASSWORD", "x")
+    rc = main(["tail", "--host", "127.0.0.1", "--port", str(port), "--user", "cdc",
+               "--non-blocking", "--connect-timeout", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err
+    assert "cannot connect to 127.0.0.1" in err and "check the host and port" in err
