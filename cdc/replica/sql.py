@@ -28,11 +28,15 @@ def connect(config: ReplicaConfig, *, grant: str | None = None, **pymysql_kwargs
     *pymysql_kwargs* add to or override PyMySQL's arguments (e.g. ``cursorclass``). The caller
     closes it."""
     import pymysql
+    # The handshake (the server's greeting, TLS, the login) gets connect_timeout: something that
+    # accepts connections on the port but says nothing (not a MySQL server, a frozen one) fails
+    # within it instead of PyMySQL's read timeout. Statements then get at least 30 s.
+    statement_timeout = max(config.connect_timeout, 30.0)
     kw: dict[str, Any] = dict(host=config.host, port=config.port, user=config.user,
                               password=config.password.get(),
                               connect_timeout=config.connect_timeout,
-                              read_timeout=max(config.connect_timeout, 30.0),
-                              write_timeout=max(config.connect_timeout, 30.0),
+                              read_timeout=config.connect_timeout,
+                              write_timeout=config.connect_timeout,
                               charset="utf8mb4", autocommit=True)
     kw.update(pymysql_kwargs)
     if config.ssl is False:
@@ -40,7 +44,11 @@ def connect(config: ReplicaConfig, *, grant: str | None = None, **pymysql_kwargs
     elif config.ssl is not None:
         kw["ssl"] = config.ssl.context()
     try:
-        return _connection_class()(**kw)
+        conn = _connection_class()(**kw)
+        # PyMySQL applies these at the next read/write (Connection._read_bytes/_write_bytes)
+        conn._read_timeout = pymysql_kwargs.get("read_timeout", statement_timeout)
+        conn._write_timeout = pymysql_kwargs.get("write_timeout", statement_timeout)
+        return conn
     except pymysql.err.MySQLError as e:
         import ssl as _ssl
         orig = getattr(e, "original_exception", None)
