@@ -8,7 +8,7 @@ from typing import Callable, Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from pyspark.sql.types import StructField, StructType
 
 from cdc.positions import binlog_file_number
@@ -19,7 +19,7 @@ from cdc.binlog.transactions import SchemaChangeAt, key_values
 from cdc.values.render import (compile_json_pair_renderer, compile_json_renderer, row_json,
                                to_json_text)
 
-from streaming.schema import IDENTITY_TYPES, image_struct, spark_column
+from streaming.schema import IDENTITY_TYPES, SOURCE_TYPE, image_struct, spark_column
 
 
 class _TablePlan:
@@ -434,8 +434,8 @@ class BatchBuilder:
         return pa.StructArray.from_arrays(children, fields=self.image_fields, mask=mask)
 
 
-# the Arrow type of source.row (streaming.schema.SOURCE_TYPE)
-SOURCE_ROW_TYPE = pa.int32()
+# the Arrow type of source.row (seq is built from it even when source is not delivered)
+SOURCE_ROW_TYPE = to_arrow_type(SOURCE_TYPE["row"].dataType)
 # typed values are converted to Arrow about this many at a time (and at least 256 rows)
 _TYPED_CHUNK_VALUES = 16384
 # the ops whose rows have no before / no after image (plain tuples: pa.array() at import time

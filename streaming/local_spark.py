@@ -121,7 +121,8 @@ def local_spark(app_name: str = "binlog-cdc", cores: int = 2):
     partitions, Python workers on this interpreter (through :func:`worker_python`'s launcher
     unless ``PYSPARK_PYTHON`` names one), log level ERROR, the checkpoint writer of
     :data:`FILE_SYSTEM_CHECKPOINTS` (its checkpoints are local)."""
-    os.environ.setdefault("PYSPARK_PYTHON", worker_python())
+    if "PYSPARK_PYTHON" not in os.environ:     # (setdefault would build the launcher anyway)
+        os.environ["PYSPARK_PYTHON"] = worker_python()
     from pyspark.sql import SparkSession
     spark = (SparkSession.builder.master(f"local[{cores}]").appName(app_name)
              .config("spark.ui.enabled", "false")

@@ -128,6 +128,7 @@ def with_fields(schema: StructType, fields) -> StructType:
         return schema
     return StructType([f for f in schema.fields if f.name in fields])
 
+
 #: the column a schema includes with ``includeSchemaChanges=true``
 SCHEMA_CHANGE_FIELD = StructField("schema_change", StringType())
 

@@ -41,7 +41,8 @@ def _worker_python() -> str:
     return worker_python()
 
 
-os.environ.setdefault("PYSPARK_PYTHON", _worker_python())
+if "PYSPARK_PYTHON" not in os.environ:
+    os.environ["PYSPARK_PYTHON"] = _worker_python()
 
 from cdc.embedded import EmbeddedMariaDB  # noqa: E402
 from cdc.errors import ConfigurationError  # noqa: E402

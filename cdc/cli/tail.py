@@ -28,7 +28,7 @@ from cdc.cli.args import (add_connection_arguments, add_start_arguments, config_
 from cdc.cli.changes import change_json
 from cdc.cli.schema_file import load_schema_file, save_schema_file
 from cdc.errors import ServerConnectionError, TransientServerError
-from cdc.positions import Position, binlog_file_number
+from cdc.positions import Position
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ON_UNPARSED_DDL, RetryPolicy
 from cdc.replica.sql import binlog_status, connect, fetch_rows
@@ -168,7 +168,7 @@ def _short_of(client: ReplicaClient, end: Position) -> bool:
         at = (pos.file, pos.pos) if pos is not None and pos.file else None
     if at is None:
         return True
-    return (binlog_file_number(at[0]), at[1]) < end.key
+    return Position(*at).key < end.key
 
 
 def run_tail(args) -> int:

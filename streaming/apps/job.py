@@ -157,7 +157,7 @@ def _text(section: str, table: dict, key: str, required: bool = False) -> str | 
 
 
 def _source(table: dict) -> dict[str, str]:
-    from streaming.options import OPTIONS
+    from streaming.options import OPTIONS, UPSERT_FIELDS
     for key in table:
         if key in BATCH_ONLY:
             raise ConfigurationError(f"[source] {key} is for batch reads of binlog files "
@@ -185,7 +185,6 @@ def _source(table: dict) -> dict[str, str]:
             and lower.get("layout", "envelope").lower() != "flat":
         source["includeSchemaChanges"] = "true"
     # Spark does not prune a Python source's columns: deliver only what the upserter reads
-    from streaming.options import UPSERT_FIELDS
     if "fields" not in lower and lower.get("layout", "envelope").lower() != "flat":
         source["fields"] = ",".join(UPSERT_FIELDS)
     secret_env = source.pop("password_env", None)
@@ -405,8 +404,9 @@ def _session(cfg: JobConfig):
     master = cfg.spark.get("master", "local[2]")
     # a local session's workers start faster through the launcher; executors elsewhere run
     # the interpreter of the same path as this one
-    os.environ.setdefault("PYSPARK_PYTHON",
-                          worker_python() if master.startswith("local") else sys.executable)
+    if "PYSPARK_PYTHON" not in os.environ:
+        os.environ["PYSPARK_PYTHON"] = worker_python() if master.startswith("local") \
+            else sys.executable
     b = SparkSession.builder.appName(cfg.query_name or "binlog-cdc-job").master(master)
     for k, v in session_settings(cfg).items():
         b = b.config(k, v)
