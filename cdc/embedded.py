@@ -14,7 +14,15 @@
         print(server.current_position(), server.binlog_files())
 
 The server only needs the Debian/Ubuntu ``mariadb-server`` package; no Docker, no root
-(when run as root it is started with ``--user=root``).  Every started server is stopped
+(when run as root it is started with ``--user=root``).
+
+:class:`EmbeddedMySQL` does the same for MySQL (``mysqld --initialize-insecure``, GTID mode
+on).  Both also run a server from a *private root*: a directory that
+``tools/server_root.sh`` filled with a newer Debian suite's server packages and the
+libraries they need, whose ``run/`` wrappers start each program under the root's own loader,
+so nothing is installed system-wide.  :func:`embedded_server` starts one by name
+(:data:`SERVERS`: ``mariadb-10.11`` is the machine's own ``mariadbd``; ``mariadb-11.8`` and
+``mysql-9.7`` are private roots found by :func:`server_root`).  Every started server is stopped
 at interpreter exit.  This module is library code: it does not import pytest or Spark
 and writes nothing to stdout.
 """
@@ -41,7 +49,8 @@ import pymysql
 from cdc.errors import ConfigurationError, EmbeddedServerError
 from cdc.replica.sql import fetch_rows
 
-__all__ = ["EmbeddedMariaDB", "EmbeddedServerError", "free_port", "find_executable"]
+__all__ = ["EmbeddedMariaDB", "EmbeddedMySQL", "EmbeddedServerError", "SERVERS", "embedded_server",
+           "server_root", "free_port", "find_executable"]
 
 _SEARCH_DIRS = ("/usr/sbin", "/usr/libexec", "/usr/local/sbin", "/usr/local/bin", "/usr/bin",
                 "/usr/local/mysql/bin")
@@ -77,6 +86,44 @@ def find_executable(names: Iterable[str], env_var: str | None = None,
     return None
 
 
+SERVERS = ("mariadb-10.11", "mariadb-11.8", "mysql-9.7")
+"""The servers :func:`embedded_server` starts: the machine's ``mariadbd`` (Debian 12's 10.11),
+and the private roots ``tools/server_root.sh`` makes."""
+
+_ROOTS_ENV = "BINLOG_CDC_SERVER_ROOTS"
+
+
+def server_root(name: str) -> Path:
+    """The private root of server ``name`` (``mariadb-11.8``, ``mysql-9.7``).
+
+    Looked up in ``$BINLOG_CDC_SERVER_ROOTS/<name>``, then ``~/.cache/binlog-cdc/servers/<name>``
+    (where ``tools/server_root.sh`` puts it).  Raises :class:`ConfigurationError` naming the
+    command that makes it when neither is complete.
+    """
+    bases = [os.environ[_ROOTS_ENV]] if os.environ.get(_ROOTS_ENV) else []
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    bases.append(os.path.join(cache, "binlog-cdc", "servers"))
+    for base in bases:
+        root = Path(base) / name
+        if (root / ".complete").is_file() and (root / "run").is_dir():
+            return root
+    raise ConfigurationError(
+        f"no private root for {name} in {' or '.join(bases)}: make it with "
+        f"`tools/server_root.sh {name}` (downloads Debian's packages, installs nothing "
+        f"system-wide)")
+
+
+def embedded_server(name: str, **kwargs: Any) -> "EmbeddedMariaDB":
+    """A new (not yet started) embedded server of one of :data:`SERVERS`."""
+    if name == "mariadb-10.11":
+        return EmbeddedMariaDB(**kwargs)
+    if name.startswith("mariadb-"):
+        return EmbeddedMariaDB(root=server_root(name), **kwargs)
+    if name.startswith("mysql-"):
+        return EmbeddedMySQL(root=server_root(name), **kwargs)
+    raise ConfigurationError(f"unknown embedded server {name!r}; one of {', '.join(SERVERS)}")
+
+
 def _is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -103,6 +150,8 @@ class EmbeddedMariaDB:
     flag, ``False`` leaves the option out.
     """
 
+    FLAVOR = "mariadb"
+    SERVER_BINARY = "mariadbd"
     CDC_USER = "cdc"
     CDC_PASSWORD = "cdc-secret"
     ROOT_USER = "root"
@@ -113,10 +162,12 @@ class EmbeddedMariaDB:
 
     def __init__(self, basedir: str | Path | None = None, *, port: int | None = None,
                  server_id: int = 1, extra_options: Mapping[str, Any] | None = None,
-                 log_bin_basename: str = "mysql-bin", startup_timeout: float = 60.0):
+                 log_bin_basename: str = "mysql-bin", startup_timeout: float = 60.0,
+                 root: str | Path | None = None):
+        self.root = Path(root) if root is not None else None
         self._own_basedir = basedir is None
         if basedir is None:
-            basedir = tempfile.mkdtemp(prefix="cdc-mariadb-")
+            basedir = tempfile.mkdtemp(prefix=f"cdc-{self.FLAVOR}-")
         self.basedir = Path(basedir).absolute()
         self._auto_port = port is None
         self._port = port if port is not None else free_port(self.HOST)
@@ -162,7 +213,8 @@ class EmbeddedMariaDB:
 
     def __repr__(self) -> str:
         state = "running" if self.is_running() else "stopped"
-        return f"<EmbeddedMariaDB {self.HOST}:{self._port} {state} datadir={self._datadir}>"
+        return (f"<{type(self).__name__} {self.HOST}:{self._port} {state} "
+                f"datadir={self._datadir}>")
 
     # --- properties -----------------------------------------------------------------------
 
@@ -273,10 +325,13 @@ class EmbeddedMariaDB:
 
     def current_position(self) -> tuple[str, int]:
         """``(file name, position)`` where the next event will be written."""
-        try:
-            rows = self.execute("SHOW MASTER STATUS")
-        except pymysql.MySQLError:
-            rows = self.execute("SHOW BINLOG STATUS")
+        rows = None
+        for statement in ("SHOW BINARY LOG STATUS", "SHOW MASTER STATUS", "SHOW BINLOG STATUS"):
+            try:
+                rows = self.execute(statement)
+                break
+            except pymysql.MySQLError:
+                continue
         if not rows:
             raise EmbeddedServerError("SHOW MASTER STATUS returned nothing: is log-bin on?")
         return rows[0][0], int(rows[0][1])
@@ -304,15 +359,36 @@ class EmbeddedMariaDB:
 
     # --- lifecycle ------------------------------------------------------------------------
 
-    def start(self) -> "EmbeddedMariaDB":
-        """Initialise the datadir if needed, start the server and wait until it answers."""
-        if self.is_running():
-            return self
+    def program(self, name: str) -> str | None:
+        """The path of one of the server's programs (``mariadb-binlog``, ``mysqlbinlog``...):
+        the private root's wrapper when the server runs from one, else found on the system."""
+        if self.root is not None:
+            for sub in ("run/sbin", "run/bin", "usr/bin"):
+                candidate = self.root / sub / name
+                if candidate.is_file() and os.access(candidate, os.X_OK):
+                    return str(candidate)
+            return None
+        return find_executable([name])
+
+    def _server_binary(self) -> str:
+        if self.root is not None:
+            found = self.program(self.SERVER_BINARY)
+            if found is None:
+                raise ConfigurationError(f"{self.root} has no {self.SERVER_BINARY}: make it again "
+                                         f"with tools/server_root.sh")
+            return found
         mariadbd = find_executable(["mariadbd"], env_var="MARIADBD")
         if mariadbd is None:
             raise ConfigurationError(
                 "the MariaDB server binary `mariadbd` was not found on PATH, in /usr/sbin or "
                 f"in /usr/libexec; {_INSTALL_HINT}")
+        return mariadbd
+
+    def start(self) -> "EmbeddedMariaDB":
+        """Initialise the datadir if needed, start the server and wait until it answers."""
+        if self.is_running():
+            return self
+        mariadbd = self._server_binary()
         self.basedir.mkdir(parents=True, exist_ok=True)
         if not (self._datadir / "mysql").is_dir():
             self._install_db(mariadbd)
@@ -342,20 +418,31 @@ class EmbeddedMariaDB:
             raise
         return self
 
-    def _install_db(self, mariadbd: str) -> None:
-        install = find_executable(["mariadb-install-db", "mysql_install_db"],
-                                  extra_dirs=[os.path.dirname(mariadbd),
-                                              os.path.join(os.path.dirname(mariadbd), "..",
-                                                           "bin")])
-        if install is None:
-            raise ConfigurationError(
-                f"`mariadb-install-db` was not found (mariadbd is {mariadbd}); {_INSTALL_HINT}")
-        fresh = not self._datadir.exists() or not any(self._datadir.iterdir())
-        self._datadir.mkdir(parents=True, exist_ok=True)
-        cmd = [install, "--no-defaults", f"--datadir={self._datadir}",
+    def _install_command(self, mariadbd: str) -> list[str]:
+        if self.root is not None:
+            # a shell script: with --basedir it runs run/sbin/mariadbd, the loader's wrapper
+            install = self.root / "usr" / "bin" / "mariadb-install-db"
+            base = [str(install), f"--basedir={self.root / 'run'}"]
+        else:
+            found = find_executable(["mariadb-install-db", "mysql_install_db"],
+                                    extra_dirs=[os.path.dirname(mariadbd),
+                                                os.path.join(os.path.dirname(mariadbd), "..",
+                                                             "bin")])
+            if found is None:
+                raise ConfigurationError(
+                    f"`mariadb-install-db` was not found (mariadbd is {mariadbd}); "
+                    f"{_INSTALL_HINT}")
+            base = [found]
+        cmd = [base[0], "--no-defaults", *base[1:], f"--datadir={self._datadir}",
                "--auth-root-authentication-method=normal", "--skip-test-db"]
         if _is_root():
             cmd.append("--user=root")
+        return cmd
+
+    def _install_db(self, mariadbd: str) -> None:
+        cmd = self._install_command(mariadbd)
+        fresh = not self._datadir.exists() or not any(self._datadir.iterdir())
+        self._datadir.mkdir(parents=True, exist_ok=True)
         log = self.basedir / "install-db.log"
         with open(log, "wb") as out:
             try:
@@ -393,12 +480,18 @@ class EmbeddedMariaDB:
             "collation_server": "utf8mb4_general_ci",
             "max_connections": 200,
         }
+        if self.root is not None:
+            opts["basedir"] = self.root / "run"
+            opts["lc_messages_dir"] = self.root / "run" / "share" / self._share_name()
         for key, value in self.extra_options.items():
             opts[_norm_key(key)] = value
         return opts
 
+    def _share_name(self) -> str:
+        return "mariadb"
+
     def _write_cnf(self) -> None:
-        lines = ["# written by cdc.embedded.EmbeddedMariaDB", "[mysqld]"]
+        lines = [f"# written by cdc.embedded.{type(self).__name__}", "[mysqld]"]
         for key, value in self._options().items():
             if value is False:
                 continue
@@ -427,7 +520,7 @@ class EmbeddedMariaDB:
             if self._proc is None or self._proc.poll() is not None:
                 rc = None if self._proc is None else self._proc.returncode
                 raise EmbeddedServerError(
-                    f"mariadbd exited with code {rc} during start-up; the end of "
+                    f"{self.SERVER_BINARY} exited with code {rc} during start-up; the end of "
                     f"{self.error_log}:\n{_tail(self.error_log)}")
             try:
                 conn = self._admin_connection(timeout=2)
@@ -438,7 +531,7 @@ class EmbeddedMariaDB:
             self._close_quietly(conn)
             return
         raise EmbeddedServerError(
-            f"mariadbd did not accept connections within {self.startup_timeout:.0f} s "
+            f"{self.SERVER_BINARY} did not accept connections within {self.startup_timeout:.0f} s "
             f"(last error: {last}); the end of {self.error_log}:\n{_tail(self.error_log)}")
 
     def _admin_connection(self, timeout: float = 10) -> pymysql.connections.Connection:
@@ -542,6 +635,100 @@ class EmbeddedMariaDB:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
         if self._own_basedir:
             shutil.rmtree(self.basedir, ignore_errors=True)
+
+
+class EmbeddedMySQL(EmbeddedMariaDB):
+    """A private MySQL ``mysqld`` (8.0+) with a row-based binlog and GTID mode on.
+
+    The same interface as :class:`EmbeddedMariaDB`; the datadir is made with
+    ``mysqld --initialize-insecure`` (root@localhost without a password), the X plugin is off
+    and ``secure_file_priv`` is empty.  Normally run from a private root
+    (``EmbeddedMySQL(root=server_root("mysql-9.7"))``); without one, ``mysqld`` is looked up
+    on the system (``$MYSQLD``).
+    """
+
+    FLAVOR = "mysql"
+    SERVER_BINARY = "mysqld"
+
+    def _server_binary(self) -> str:
+        if self.root is not None:
+            return super()._server_binary()
+        found = find_executable(["mysqld"], env_var="MYSQLD")
+        if found is None:
+            raise ConfigurationError(
+                "the MySQL server binary `mysqld` was not found; make a private root with "
+                "`tools/server_root.sh mysql-9.7` or point MYSQLD at the binary")
+        return found
+
+    def _install_command(self, mysqld: str) -> list[str]:
+        cmd = [mysqld, "--no-defaults", "--initialize-insecure", f"--datadir={self._datadir}"]
+        if self.root is not None:
+            cmd += [f"--basedir={self.root / 'run'}",
+                    f"--lc-messages-dir={self.root / 'run' / 'share' / 'mysql'}"]
+        if _is_root():
+            cmd.append("--user=root")
+        return cmd
+
+    def _install_db(self, mysqld: str) -> None:
+        # mysqld --initialize wants to create the datadir itself
+        if self._datadir.exists() and not any(self._datadir.iterdir()):
+            self._datadir.rmdir()
+        self._datadir.parent.mkdir(parents=True, exist_ok=True)
+        cmd = self._install_command(mysqld)
+        log = self.basedir / "install-db.log"
+        with open(log, "wb") as out:
+            try:
+                rc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, timeout=180,
+                                    cwd=self.basedir).returncode
+            except subprocess.TimeoutExpired:
+                rc = "timeout"
+        if rc != 0:
+            shutil.rmtree(self._datadir, ignore_errors=True)
+            raise EmbeddedServerError(
+                f"`{' '.join(cmd)}` failed ({rc}); its output ends with:\n{_tail(log)}")
+
+    def _share_name(self) -> str:
+        return "mysql"
+
+    def _options(self) -> dict[str, Any]:
+        opts: dict[str, Any] = {
+            "datadir": self._datadir,
+            "bind_address": self.HOST,
+            "port": self._port,
+            "socket": self._socket,
+            "pid_file": self.pid_file,
+            "log_error": self.error_log,
+            "log_bin": self.log_bin_path,
+            "binlog_format": "ROW",
+            "binlog_row_image": "FULL",
+            "binlog_row_metadata": "FULL",
+            "server_id": self.server_id,
+            "gtid_mode": "ON",
+            "enforce_gtid_consistency": "ON",
+            "skip_name_resolve": None,
+            "mysqlx": "OFF",
+            "secure_file_priv": "",
+            "innodb_buffer_pool_size": "64M",
+            "innodb_redo_log_capacity": "64M",
+            "innodb_flush_log_at_trx_commit": 2,
+            "sync_binlog": 0,
+            "performance_schema": "ON",
+            "max_allowed_packet": "64M",
+            "character_set_server": "utf8mb4",
+            "max_connections": 200,
+        }
+        if self.root is not None:
+            opts["basedir"] = self.root / "run"
+            opts["lc_messages_dir"] = self.root / "run" / "share" / "mysql"
+        for key, value in self.extra_options.items():
+            opts[_norm_key(key)] = value
+        return opts
+
+    def _grants(self) -> str:
+        # log_status (a chunk's exact binlog position) needs BACKUP_ADMIN
+        return ("REPLICATION SLAVE, REPLICATION CLIENT, SELECT, RELOAD, PROCESS, "
+                "SHOW DATABASES, BACKUP_ADMIN")
 
 
 # --- tie the server's life to ours (Linux) -----------------------------------------------------

@@ -44,7 +44,7 @@ def _worker_python() -> str:
 if "PYSPARK_PYTHON" not in os.environ:
     os.environ["PYSPARK_PYTHON"] = _worker_python()
 
-from cdc.embedded import EmbeddedMariaDB  # noqa: E402
+from cdc.embedded import SERVERS, EmbeddedMariaDB, embedded_server  # noqa: E402
 from cdc.errors import ConfigurationError  # noqa: E402
 from cdc.replica.sql import fetch_rows  # noqa: E402
 
@@ -67,14 +67,83 @@ def start_or_skip(server: EmbeddedMariaDB) -> EmbeddedMariaDB:
     return server
 
 
-@pytest.fixture(scope="session")
-def mariadb():
-    """A started private MariaDB (ROW binlog, user cdc/cdc-secret, database cdc_test)."""
-    server = start_or_skip(EmbeddedMariaDB())
+SERVER_IDS = SERVERS  # "mariadb-10.11", "mariadb-11.8", "mysql-9.7"
+
+
+def selected_servers(wanted: tuple[str, ...]) -> list[str]:
+    """``wanted`` less those that ``CDC_SERVERS`` (comma-separated) leaves out."""
+    only = os.environ.get("CDC_SERVERS")
+    if not only:
+        return list(wanted)
+    keep = {s.strip() for s in only.split(",") if s.strip()}
+    return [s for s in wanted if s in keep]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "servers(*names): run the test once on each named embedded server "
+        "(default all of mariadb-10.11, mariadb-11.8, mysql-9.7); CDC_SERVERS narrows it")
+
+
+def _servers_of(node: Any) -> tuple[str, ...] | None:
+    marker = node.get_closest_marker("servers")
+    if marker is None:
+        return None
+    return tuple(marker.args) or SERVER_IDS
+
+
+def _start_named(name: str, **kwargs: Any) -> EmbeddedMariaDB:
     try:
-        yield server
+        server = embedded_server(name, **kwargs)
+    except ConfigurationError as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set but {name} is unavailable: {e}", pytrace=False)
+        pytest.skip(f"{name} not available: {e}")
+    return start_or_skip(server)
+
+
+@pytest.fixture(scope="session")
+def server(request: pytest.FixtureRequest):
+    """A started embedded server: MariaDB 10.11 (the machine's), unless the test is marked
+    ``@pytest.mark.servers(...)``, which runs it once per named server (``[mysql-9.7]``...).
+    Every server has the user cdc/cdc-secret, database cdc_test, a ROW binlog with FULL images
+    and metadata; MySQL has GTID mode on."""
+    name = getattr(request, "param", "mariadb-10.11")
+    started = _start_named(name)
+    started.server_name = name
+    try:
+        yield started
     finally:
-        server.cleanup()
+        started.cleanup()
+
+
+@pytest.fixture(scope="session")
+def mariadb(server):
+    """The embedded server of the test (see ``server``): MariaDB 10.11 unless the test is
+    marked ``servers``."""
+    return server
+
+
+@pytest.fixture(scope="session")
+def mysql97():
+    """A started private MySQL 9.7 (GTID mode on, ROW binlog, FULL metadata)."""
+    started = _start_named("mysql-9.7")
+    started.server_name = "mysql-9.7"
+    try:
+        yield started
+    finally:
+        started.cleanup()
+
+
+@pytest.fixture(scope="session")
+def mariadb118():
+    """A started private MariaDB 11.8."""
+    started = _start_named("mariadb-11.8")
+    started.server_name = "mariadb-11.8"
+    try:
+        yield started
+    finally:
+        started.cleanup()
 
 
 @pytest.fixture(scope="session")
@@ -97,8 +166,9 @@ def metadata_server(request):
 
 
 @pytest.fixture
-def mariadb_factory(tmp_path_factory: pytest.TempPathFactory):
-    """``make(**kwargs) -> EmbeddedMariaDB``: extra, started servers owned by one test.
+def mariadb_factory(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):
+    """``make(**kwargs) -> EmbeddedMariaDB``: extra, started servers owned by one test, of the
+    test's server kind (``server``'s parameter; MariaDB 10.11 by default).
 
     For tests that restart, kill or reconfigure a server (the session ``mariadb`` must stay
     up).  ``kwargs`` go to :class:`EmbeddedMariaDB`; ``basedir`` defaults to a new tmp dir.
@@ -106,10 +176,18 @@ def mariadb_factory(tmp_path_factory: pytest.TempPathFactory):
     stay for post-mortems).
     """
     servers: list[EmbeddedMariaDB] = []
+    callspec = getattr(request.node, "callspec", None)
+    name = callspec.params.get("server", "mariadb-10.11") if callspec else "mariadb-10.11"
 
     def make(**kwargs: Any) -> EmbeddedMariaDB:
-        kwargs.setdefault("basedir", tmp_path_factory.mktemp("mariadb"))
-        server = EmbeddedMariaDB(**kwargs)
+        kwargs.setdefault("basedir", tmp_path_factory.mktemp(name))
+        try:
+            server = embedded_server(name, **kwargs)
+        except ConfigurationError as e:
+            if os.environ.get("CI"):
+                pytest.fail(f"CI is set but {name} is unavailable: {e}", pytrace=False)
+            pytest.skip(f"{name} not available: {e}")
+        server.server_name = name
         servers.append(server)
         return start_or_skip(server)
 
@@ -279,6 +357,9 @@ ROW_DECODER_MODULES = frozenset({
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    names = _servers_of(metafunc.definition)
+    if names is not None and "server" in metafunc.fixturenames:
+        metafunc.parametrize("server", selected_servers(names), indirect=True, scope="session")
     if metafunc.definition.path.stem in ROW_DECODER_MODULES:
         metafunc.parametrize("row_decoder", ["c", "python"], indirect=True)
 
