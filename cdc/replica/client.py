@@ -28,6 +28,12 @@ with that transaction added). A transaction is yielded only once its commit even
 and a lost connection is resumed from :attr:`position` -- so nothing already yielded comes again
 and nothing is skipped, however often the connection drops, the server restarts or binlogs
 rotate.
+
+XA transactions (:mod:`cdc.binlog.xa`): a prepared one is held, its changes yielded with the
+transaction of its XA COMMIT. :attr:`position` past an undecided XA PREPARE names it
+(:attr:`~cdc.positions.Position.prepared`); a client resuming there reads it again before
+streaming (:mod:`cdc.replica.prepared`), so a restart between the XA PREPARE and the XA COMMIT
+neither loses nor repeats its changes.
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ import logging
 import socket
 import threading
 import time
-from typing import Iterator
+from types import MappingProxyType
+from typing import Iterator, Mapping
 
 from cdc.binlog.constants import ChecksumAlg
 from cdc.binlog.events import HeartbeatEvent, QueryEvent, RotateEvent, TableMapEvent
@@ -48,11 +55,13 @@ from cdc.errors import (CdcError, ConfigurationError, ConnectionLost, ProtocolEr
 from cdc.positions import Position, Start
 from cdc.replica import preflight
 from cdc.replica.config import ReplicaConfig
+from cdc.replica.history_state import use_history
 from cdc.replica.packets import PacketReader, frame, is_eof, parse_err, take_over
 from cdc.replica.protocol import (BINLOG_DUMP_NON_BLOCK, ServerInfo, binlog_dump,
                                   binlog_dump_gtid, grant_statement, heartbeat_period_ns,
                                   parse_server_version, quote_account, register_slave)
 from cdc.replica.metadata import TableMetadata
+from cdc.replica.prepared import read_prepared
 from cdc.replica.seeding import HistorySource
 from cdc.replica.sql import SqlSession, connect, mysql_error, resolve_start
 
@@ -116,6 +125,7 @@ class ReplicaClient:
         self._reader: PacketReader | None = None
         self._parser: BinlogParser | None = None
         self._asm: TransactionAssembler | None = None
+        self._prepared: dict[str, Transaction] = {}     # held XA transactions, across dumps
         self._pending: list[bytes] = []
         self._connected_once = False
         self._closed = False
@@ -140,6 +150,12 @@ class ReplicaClient:
         """Right after the last transaction yielded (None until an earliest/latest start has
         been resolved by the first connect)."""
         return self._position
+
+    @property
+    def prepared(self) -> Mapping[str, Transaction]:
+        """The prepared XA transactions held (xid -> the transaction with its changes): those
+        :attr:`position` names, once read."""
+        return MappingProxyType(self._prepared)
 
     @property
     def previous_position(self) -> Position | None:
@@ -366,7 +382,10 @@ class ReplicaClient:
         else:
             file = tx.file
         self._previous_position = previous
-        self._position = pos.after(file, end, tx.gtid)
+        self._position = pos.after(file, end, tx.gtid, tx.xa)
+        if tx.xa is not None and tx.xa.missing and tx.xa.action == "commit":
+            log.warning("XA COMMIT of %s at %s:%s: its XA PREPARE came before this stream's "
+                        "start, so its changes are not delivered", tx.xa.xid, tx.file, tx.pos)
         self._last_commit_ts = tx.timestamp
         self._caught_up = False
         self.transactions_delivered += 1
@@ -511,6 +530,10 @@ class ReplicaClient:
             if self._position is None:
                 self._position = start.position()
         preflight.check_start(query, info, variables, start, where=self.where)
+        pos = self._position
+        if pos is not None and pos.prepared:
+            self._position = pos.holding(read_prepared(pos.prepared, self._prepared,
+                                                       self._reader_at, self.where))
         self._schema_source.server = (info, status_sql)     # for seeding the schema history
 
         checksum = str(variables.get("binlog_checksum", "NONE") or "NONE").upper()
@@ -547,11 +570,19 @@ class ReplicaClient:
         self._last_packet_mono = time.monotonic()
         self.source_alive_at = time.time()
         self._parser = BinlogParser(**self._parser_options(start))
-        self._asm = TransactionAssembler(cfg.table_filter)
+        self._asm = TransactionAssembler(cfg.table_filter, prepared=self._prepared)
         self._connected_once = True
         self.dump_thread_starts += 1
         log.info("streaming from %s (%s %s) at %s", self.where, info.flavor,
                  ".".join(map(str, info.version)), start.describe())
+
+    def _reader_at(self, start: Start) -> "ReplicaClient":
+        """A non-blocking client of this one's config and schema history (reading a prepared
+        XA transaction again before this one's dump starts)."""
+        client = ReplicaClient(self.config.replace(check_server_id=False), start=start,
+                               blocking=False)
+        use_history(client, self.metadata.history)
+        return client
 
     def _parser_options(self, start: Start) -> dict:
         opts = dict(stream=True, file=start.file if start.kind == "file" else None,
