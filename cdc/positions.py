@@ -342,10 +342,10 @@ class Start:
                 return cls.gtid_text(d["gtid"].strip())
             except CdcError:
                 raise cls._not_understood(spec, option) from None
-        if {"file", "pos"} <= keys <= {"file", "pos", "gtid", "xa"} and \
-                isinstance(d["file"], str) and isinstance(d["pos"], int) and \
-                not isinstance(d["pos"], bool) and d["pos"] >= 4:
-            return cls.at(d["file"], d["pos"], (Prepared.from_json(p) for p in d.get("xa") or ()))
+        if {"file", "pos"} <= keys <= {"file", "pos", "gtid"} and isinstance(d["file"], str) \
+                and isinstance(d["pos"], int) and not isinstance(d["pos"], bool) \
+                and d["pos"] >= 4:
+            return cls.at(d["file"], d["pos"])
         raise cls._not_understood(spec, option)
 
     @staticmethod

@@ -215,3 +215,17 @@ def test_tail_prints_committed_xa_at_the_commit(server, db, capsys, monkeypatch)
     assert [(l["op"], l["after"]["id"]) for l in lines] == [("c", 4), ("u", 1)]
     # at the XA COMMIT's place: after the rotation
     assert {l["file"] for l in lines} == {server.current_position()[0]}
+
+
+def test_decode_jsonl(server, db, tmp_path, capsys):
+    from cdc.cli.main import main
+    start = workload(server, db)
+    files = [str(f) for f in server.snapshot_binlogs(tmp_path, since_file=start[0])]
+    assert main(["decode", "--format", "jsonl", "--include-tables", f"{db}.*"] + files) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(l["op"], l["after"]["id"], l["after"]["v"]) for l in lines] == EXPECTED
+    # the XA COMMIT's file alone: its prepared transaction is in the file before
+    assert main(["decode", "--format", "jsonl", files[-1]]) == 0
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert "the XA COMMIT of X'7834',X'',1" in out.err and "decode from an earlier file" in out.err
