@@ -158,7 +158,7 @@ class StreamHistory:
         self.attach(client)
         try:
             for tx in client.transactions():
-                at = at.after(tx.file, tx.end_pos, tx.gtid)
+                at = at.after(tx.file, tx.end_pos, tx.gtid, tx.xa)
                 if at.key >= to.key:
                     break
         except BinlogPurgedError as e:

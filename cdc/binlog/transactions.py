@@ -386,12 +386,17 @@ class TransactionAssembler:
     :param prepared: the dict of held prepared XA transactions to use (xid -> the
         :class:`Transaction` with its changes; :attr:`prepared`): a reader that makes a new
         assembler per connection keeps its held transactions across them.
+    :param missing_prepared: ``missing_prepared(xid)``: the prepared transaction of an XA
+        COMMIT or ROLLBACK that the assembler does not hold (read from elsewhere, e.g.
+        :class:`cdc.binlog.files.EarlierPrepared`), or None.
     """
 
-    def __init__(self, table_filter=None, prepared: dict | None = None):
+    def __init__(self, table_filter=None, prepared: dict | None = None,
+                 missing_prepared=None):
         self.table_filter = table_filter
         #: prepared XA transactions not decided yet: xid -> the transaction, changes held
         self.prepared: dict[str, Transaction] = {} if prepared is None else prepared
+        self.missing_prepared = missing_prepared
         self._tx: Transaction | None = None
         self._pending_gtid = None  # a GTID event seen, BEGIN not yet
         self.rolled_back = 0
@@ -519,6 +524,8 @@ class TransactionAssembler:
         the held changes, a rollback drops them."""
         tx.events_seen += 1
         held = self.prepared.pop(step.xid, None)
+        if held is None and self.missing_prepared is not None:
+            held = self.missing_prepared(step.xid)
         if held is None:
             step = step._replace(missing=True)
         elif step.action == COMMIT:

@@ -26,6 +26,17 @@ rather than its changes: a stream resumed there (a replica client restarted, a S
 chunk) reads that one transaction again from the binlog before it goes on, and skips nothing
 and repeats nothing. Its rows are decoded with the schema in effect where the stream resumes;
 both servers keep a prepared transaction's tables locked against DDL until it is decided.
+
+Why a place and not the changes, nor a resume point before the XA PREPARE: a transaction may
+stay prepared for hours (a transaction manager that died) and hold any number of rows. Its
+changes in every offset (Spark writes one per micro-batch and compares them as text) would make
+offsets unbounded; resuming at the oldest undecided XA PREPARE and skipping what was delivered
+after it would make every restart -- and every Spark task -- read the binlog again from there,
+and stop the offsets from moving. A place is a few dozen bytes, and only that transaction is
+read again, once, by the reader that reaches its decision without holding it.
+
+Not delivered: the changes of an XA transaction prepared before a stream's start (an XA COMMIT
+whose prepare the reader never saw: :attr:`XaStep.missing`; the readers warn).
 """
 
 from __future__ import annotations

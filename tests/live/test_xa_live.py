@@ -1,16 +1,11 @@
-"""XA transactions end to end, on MySQL 9.7, MariaDB 11.8 and MariaDB 10.11.
+"""XA transactions end to end, on MySQL 9.7, MariaDB 11.8 and MariaDB 10.11, with the workload
+of :mod:`support.xa_workload` (prepared then committed or rolled back, one phase, a commit
+after other transactions and on a later binlog file).
 
-The workload (:func:`workload`): ``x1`` prepared then committed, ``x2`` prepared then rolled
-back, ``x3`` committed in one phase, ``x4`` prepared, a normal transaction committed while it is
-prepared, the binlog rotated, then ``x4`` committed (its XA COMMIT on a later file than its XA
-PREPARE). The server keeps rows 1, 3, 4 and 5; a change of a prepared XA transaction is
-delivered once, at its XA COMMIT's place in the binlog: 1, 3, 5, 4 (not 1, 3, 4, 5: ``x4`` was
-prepared before 5 was committed, and committed after).
-
-Every consumer must say the same: the library's iterator over files, the replica client (also
-restarted between an XA PREPARE and its XA COMMIT, by file position and by GTID), ``binlog-cdc
-tail`` and ``decode``, and the Spark source (a query restarted from its checkpoint between the
-two; a replayed batch).
+The library's iterator over files, the replica client (also restarted between an XA PREPARE and
+its XA COMMIT or XA ROLLBACK, by file position and by GTID), ``binlog-cdc tail`` and ``decode``
+all deliver a committed XA transaction's changes once, at its XA COMMIT's place, and a rolled
+back one's never. The Spark source: tests/live/test_xa_spark.py.
 """
 
 from __future__ import annotations
@@ -24,6 +19,9 @@ from cdc.binlog.transactions import assemble
 from cdc.positions import Position, Start
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ReplicaConfig
+from support.xa_workload import (EXPECTED, FIRST, applied, first_part, make_table,
+                                 rollback_prepared, second_part, server_rows, summary, workload,
+                                 xa_prepare)
 
 pytestmark = [pytest.mark.server, pytest.mark.servers("mysql-9.7", "mariadb-11.8",
                                                       "mariadb-10.11")]
@@ -39,91 +37,9 @@ def config(server, **kw) -> ReplicaConfig:
 
 @pytest.fixture(autouse=True)
 def no_prepared_left(server, db):
-    """A test that fails between an XA PREPARE and its decision would leave the transaction
-    prepared, its table locked (the database could not be dropped): roll it back."""
+    """A test that fails between an XA PREPARE and its decision leaves it prepared."""
     yield
-    for fmt, glen, _, data in server.execute("XA RECOVER"):
-        data = data if isinstance(data, bytes) else str(data).encode()
-        server.execute(f"XA ROLLBACK X'{data[:glen].hex()}',X'{data[glen:].hex()}',{fmt}")
-
-
-def xa_prepare(server, xid: str, *statements: str) -> None:
-    """``XA START`` .. *statements* .. ``XA PREPARE`` on a connection of its own, which is then
-    closed: the transaction stays prepared (both servers keep it after the disconnect), and any
-    connection may commit or roll it back."""
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"XA START '{xid}'")
-            for s in statements:
-                cur.execute(s)
-            cur.execute(f"XA END '{xid}'")
-            cur.execute(f"XA PREPARE '{xid}'")
-    finally:
-        conn.close()
-
-
-def xa_one_phase(server, xid: str, *statements: str) -> None:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"XA START '{xid}'")
-            for s in statements:
-                cur.execute(s)
-            cur.execute(f"XA END '{xid}'")
-            cur.execute(f"XA COMMIT '{xid}' ONE PHASE")
-    finally:
-        conn.close()
-
-
-def make_table(server, db) -> tuple[str, int]:
-    server.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v INT)")
-    return server.current_position()
-
-
-def first_part(server, db) -> None:
-    """x1 committed, x2 rolled back, x3 one phase, x4 prepared, 5 committed meanwhile."""
-    ins = f"INSERT INTO `{db}`.t VALUES (%d, %d)"
-    xa_prepare(server, "x1", ins % (1, 10))
-    server.execute("XA COMMIT 'x1'")
-    xa_prepare(server, "x2", ins % (2, 20))
-    server.execute("XA ROLLBACK 'x2'")
-    xa_one_phase(server, "x3", ins % (3, 30))
-    xa_prepare(server, "x4", ins % (4, 40), f"UPDATE `{db}`.t SET v = 11 WHERE id = 1")
-    server.execute(ins % (5, 50))
-
-
-def second_part(server, db) -> None:
-    """The binlog rotated, then x4 committed."""
-    server.flush_binary_logs()
-    server.execute("XA COMMIT 'x4'")
-
-
-def workload(server, db) -> tuple[str, int]:
-    start = make_table(server, db)
-    first_part(server, db)
-    second_part(server, db)
-    return start
-
-
-#: (op, id, v after) of the changes, in delivery order
-EXPECTED = [("c", 1, 10), ("c", 3, 30), ("c", 5, 50), ("c", 4, 40), ("u", 1, 11)]
-FIRST = EXPECTED[:3]
-
-
-def server_rows(server, db) -> list[tuple]:
-    return [tuple(r) for r in server.execute(f"SELECT id, v FROM `{db}`.t ORDER BY id")]
-
-
-def summary(changes, db) -> list[tuple]:
-    return [(c.op, c.after[0], c.after[1]) for c in changes if c.schema == db]
-
-
-def applied(expected) -> list[tuple]:
-    rows: dict = {}
-    for _, k, v in expected:
-        rows[k] = v
-    return sorted(rows.items())
+    rollback_prepared(server)
 
 
 def read_all(server, start, **kw) -> tuple[list, ReplicaClient]:
