@@ -145,3 +145,25 @@ def test_decode_jsonl(server, db, tmp_path, capsys):
     out = capsys.readouterr()
     assert out.out == ""
     assert "the XA COMMIT of X'7834',X'',1" in out.err and "decode from an earlier file" in out.err
+
+
+def test_two_prepared_decided_in_reverse_order_across_restarts(server, db):
+    start = make_table(server, db)
+    ins = f"INSERT INTO `{db}`.t VALUES (%d, %d)"
+    xa_prepare(server, "a1", ins % (1, 1))
+    xa_prepare(server, "a2", ins % (2, 2))
+    server.execute(ins % (3, 3))
+    got, client = read_all(server, Start.at(*start))
+    assert summary(got, db) == [("c", 3, 3)]
+    assert [p.xid for p in client.position.prepared] == ["X'6131',X'',1", "X'6132',X'',1"]
+    server.execute("XA COMMIT 'a2'")
+    got, client = read_all(server, client.position)
+    assert summary(got, db) == [("c", 2, 2)]
+    assert [p.xid for p in client.position.prepared] == ["X'6131',X'',1"]
+    server.flush_binary_logs()
+    server.execute(ins % (4, 4))
+    server.execute("XA COMMIT 'a1'")
+    got, client = read_all(server, client.position)
+    assert summary(got, db) == [("c", 4, 4), ("c", 1, 1)]
+    assert client.position.prepared == ()
+    assert server_rows(server, db) == [(1, 1), (2, 2), (3, 3), (4, 4)]
