@@ -167,3 +167,18 @@ def test_two_prepared_decided_in_reverse_order_across_restarts(server, db):
     assert summary(got, db) == [("c", 4, 4), ("c", 1, 1)]
     assert client.position.prepared == ()
     assert server_rows(server, db) == [(1, 1), (2, 2), (3, 3), (4, 4)]
+
+
+def test_tail_xa_at_a_place_without_a_prepare_exits_2(server, db, capsys, monkeypatch):
+    from cdc.cli.main import main
+    start = make_table(server, db)
+    server.execute(f"INSERT INTO `{db}`.t VALUES (1, 1)")
+    p = server.cdc_params()
+    monkeypatch.setenv("BINLOG_CDC_PASSWORD", p["password"])
+    rc = main(["tail", "--host", p["host"], "--port", str(p["port"]), "--user", p["user"],
+               "--server-id", str(next(_server_ids)), "--non-blocking", "--file", start[0],
+               "--pos", str(start[1]), "--xa", f"{start[0]}:{start[1]}"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err
+    assert f"a prepared XA transaction at {start[0]}:{start[1]} is not in the binlog of" in err
+    assert "that is not an XA PREPARE" in err

@@ -19,10 +19,10 @@ def rollback_prepared(server) -> None:
         server.execute(f"XA ROLLBACK X'{data[:glen].hex()}',X'{data[glen:].hex()}',{fmt}")
 
 
-def xa_prepare(server, xid: str, *statements: str) -> None:
-    """``XA START`` .. *statements* .. ``XA PREPARE`` on a connection of its own, which is then
-    closed: the transaction stays prepared (both servers keep it after the disconnect), and any
-    connection may commit or roll it back."""
+def xa_prepare(server, xid: str, *statements: str, end: str = "XA PREPARE '{xid}'") -> None:
+    """``XA START`` .. *statements* .. ``XA END`` .. *end* (``XA PREPARE``) on a connection of
+    its own, which is then closed: a prepared transaction stays prepared (both servers keep it
+    after the disconnect), and any connection may commit or roll it back."""
     conn = server.connect()
     try:
         with conn.cursor() as cur:
@@ -30,22 +30,13 @@ def xa_prepare(server, xid: str, *statements: str) -> None:
             for s in statements:
                 cur.execute(s)
             cur.execute(f"XA END '{xid}'")
-            cur.execute(f"XA PREPARE '{xid}'")
+            cur.execute(end.format(xid=xid))
     finally:
         conn.close()
 
 
 def xa_one_phase(server, xid: str, *statements: str) -> None:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"XA START '{xid}'")
-            for s in statements:
-                cur.execute(s)
-            cur.execute(f"XA END '{xid}'")
-            cur.execute(f"XA COMMIT '{xid}' ONE PHASE")
-    finally:
-        conn.close()
+    xa_prepare(server, xid, *statements, end="XA COMMIT '{xid}' ONE PHASE")
 
 
 def make_table(server, db) -> tuple[str, int]:
