@@ -182,3 +182,23 @@ def test_tail_xa_at_a_place_without_a_prepare_exits_2(server, db, capsys, monkey
     assert rc == 2 and "Traceback" not in err
     assert f"a prepared XA transaction at {start[0]}:{start[1]} is not in the binlog of" in err
     assert "that is not an XA PREPARE" in err
+
+
+def test_a_client_reconnecting_keeps_what_it_holds(server, db):
+    """The same client dumps again (as after a lost connection): the prepared transaction it
+    holds in memory is not read again, and is delivered at its XA COMMIT."""
+    start = make_table(server, db)
+    first_part(server, db)
+    client = ReplicaClient(config(server), start=Start.at(*start), blocking=False)
+    try:
+        first = [c for tx in client.transactions() for c in tx.changes()]
+        assert summary(first, db) == FIRST and list(client.prepared) == ["X'7834',X'',1"]
+        held = client.prepared["X'7834',X'',1"]
+        second_part(server, db)
+        rest = [c for tx in client.transactions() for c in tx.changes()]
+        assert client.dump_thread_starts == 2
+        # the events it held, not a new reading of them
+        assert summary(rest, db) == EXPECTED[3:] and rest[0].tx.rows_events is held.rows_events
+        assert dict(client.prepared) == {} and client.position.prepared == ()
+    finally:
+        client.close()
