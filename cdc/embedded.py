@@ -115,13 +115,13 @@ def server_root(name: str) -> Path:
 
 def embedded_server(name: str, **kwargs: Any) -> "EmbeddedMariaDB":
     """A new (not yet started) embedded server of one of :data:`SERVERS`."""
+    if name not in SERVERS:
+        raise ConfigurationError(f"unknown embedded server {name!r}; one of {', '.join(SERVERS)}")
     if name == "mariadb-10.11":
         return EmbeddedMariaDB(**kwargs)
     if name.startswith("mariadb-"):
         return EmbeddedMariaDB(root=server_root(name), **kwargs)
-    if name.startswith("mysql-"):
-        return EmbeddedMySQL(root=server_root(name), **kwargs)
-    raise ConfigurationError(f"unknown embedded server {name!r}; one of {', '.join(SERVERS)}")
+    return EmbeddedMySQL(root=server_root(name), **kwargs)
 
 
 def _is_root() -> bool:
