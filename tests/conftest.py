@@ -102,6 +102,24 @@ def _start_named(name: str, **kwargs: Any) -> EmbeddedMariaDB:
     return start_or_skip(server)
 
 
+def gtid_prefix(server) -> str:
+    """How the GTIDs of the server's own transactions begin: ``0-1-`` (MariaDB, domain 0,
+    server_id 1) or ``<server_uuid>:`` (MySQL)."""
+    if server.FLAVOR == "mariadb":
+        return f"0-{server.server_id}-"
+    return server.execute("SELECT @@server_uuid")[0][0] + ":"
+
+
+def reference_decoder(server) -> list[str]:
+    """The server's own binlog decoder printing row events as pseudo-SQL: ``mariadb-binlog -v``
+    or ``mysqlbinlog -v`` (of the server's private root)."""
+    name = "mariadb-binlog" if server.FLAVOR == "mariadb" else "mysqlbinlog"
+    program = server.program(name)
+    if program is None:
+        pytest.fail(f"{name} of {server} not found", pytrace=False)
+    return [program, "--no-defaults", "-v", "--base64-output=decode-rows"]
+
+
 @pytest.fixture(scope="session")
 def server(request: pytest.FixtureRequest):
     """A started embedded server: MariaDB 10.11 (the machine's), unless the test is marked

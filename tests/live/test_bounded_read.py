@@ -13,7 +13,7 @@ pytest.importorskip("pyspark")
 
 from support.spark_support import source_options  # noqa: E402
 
-pytestmark = [pytest.mark.server, pytest.mark.spark]
+pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.servers]
 
 
 def _reader(spark, options: dict, stream: bool = False):

@@ -24,7 +24,7 @@ from streaming.delta import DeltaUpserter  # noqa: E402
 
 from support.spark_support import source_options  # noqa: E402
 
-pytestmark = [pytest.mark.server, pytest.mark.spark]
+pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.servers]
 
 TABLE = ("CREATE TABLE `{db}`.`{t}` (id INT NOT NULL PRIMARY KEY, v VARCHAR(20) NOT NULL, "
          "n INT NULL) ENGINE=InnoDB")
