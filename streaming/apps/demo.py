@@ -238,7 +238,7 @@ def start_stream(spark, server: Server, start: Position | None, out: Path, upser
               .option("user", r["user"]).option("password", r["password"])
               .option("includeTables", f"{DB}.*")
               .option("includeSchemaChanges", "true")     # Delta follows the source's DDL
-              .option("fields", ",".join(TimedUpserter.COLUMNS))  # what foreachBatch reads
+              .option("fields", ",".join(TimedUpserter.FIELDS))  # what foreachBatch reads
               .option("startingPosition", begin)
               .option("snapshotChunkRows", str(max(1000, batch_rows)))
               .option("maxEventsPerTrigger", str(batch_rows)))
@@ -254,14 +254,16 @@ class TimedUpserter:
     each batch: from the binlog time of its last change (``ts_ms``: whole seconds, so the real
     lag lies in a range 1 s wide) to the end of its Delta commit."""
 
-    COLUMNS = [*UPSERT_FIELDS, "ts_ms"]
+    #: the source's option ``fields``: what the upserter reads, and the change's binlog time
+    #: (``schema_change`` comes with option includeSchemaChanges)
+    FIELDS = [*UPSERT_FIELDS, "ts_ms"]
 
     def __init__(self, upserter):
         self.upserter = upserter
         self.lags: dict[int, tuple[float, float]] = {}     # batch id -> (low, high) seconds
 
     def __call__(self, df, batch_id: int) -> None:
-        changes = df.select(*self.COLUMNS).toArrow()
+        changes = df.select(*self.upserter.columns_of(df), "ts_ms").toArrow()
         self.upserter.upsert_arrow(changes, batch_id)
         stamps = [t for t in changes.column("ts_ms").to_pylist() if t is not None]
         if stamps:
