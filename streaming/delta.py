@@ -63,6 +63,7 @@ from streaming.catalog import columns_from_server
 from streaming.delta_schema import SCHEMA_CHANGE, apply_schema_changes
 from streaming.delta_types import (arrow_converter, arrow_schema, delta_spark_type,
                                    json_converter, typed_converter)
+from streaming.foreach_batch import spark_safe
 from streaming.json_images import NotFast, read_images, reader_schema
 from streaming.last_change import by_table, last_changes, last_changes_typed, last_truncate
 from streaming.options import UPSERT_FIELDS
@@ -189,7 +190,8 @@ class DeltaUpserter:
     to use instead. ``table_path``: ``(root, db, table)
     -> path`` to place tables elsewhere. ``storage_options`` go to delta-rs (object stores).
     Table definitions are cached for the life of the upserter and read again when a row image
-    does not match them.
+    does not match them. Its exceptions reach Spark in a form Spark can read
+    (:func:`streaming.foreach_batch.spark_safe`).
     """
 
     def __init__(self, root: str | os.PathLike, host: str | None = None, port: int = 3306,
@@ -221,6 +223,7 @@ class DeltaUpserter:
 
     # --- entry point -----------------------------------------------------------------------------
 
+    @spark_safe
     def __call__(self, df, batch_id: int) -> None:
         self.upsert_arrow(df.select(*self.columns_of(df)).toArrow(), batch_id)
 

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from cdc.errors import ConfigurationError
 from cdc.positions import Position
+from streaming.foreach_batch import spark_safe
 from streaming.options import UPSERT_FIELDS
 
 MARKER = ".binlog-cdc-demo"     # --out holds this file: the demo may clear the directory
@@ -262,6 +263,7 @@ class TimedUpserter:
         self.upserter = upserter
         self.lags: dict[int, tuple[float, float]] = {}     # batch id -> (low, high) seconds
 
+    @spark_safe
     def __call__(self, df, batch_id: int) -> None:
         changes = df.select(*self.upserter.columns_of(df), "ts_ms").toArrow()
         self.upserter.upsert_arrow(changes, batch_id)
@@ -331,9 +333,10 @@ class ProgressPrinter:
 
 
 def check(query) -> None:
-    """Raise the query's failure, if it failed."""
-    if query.exception() is not None:
-        raise query.exception()
+    """Raise the failure of a query that should be running, if it failed or ended."""
+    from streaming.apps.runtime import raise_if_failed
+    if not query.isActive:
+        raise_if_failed(query, stop_asked=False)
 
 
 def wait_until_running(query, timeout: float = 180.0) -> None:
@@ -486,9 +489,9 @@ class Demo:
             raise work.error
         say(f"workload done: {work.transactions} transactions, {work.changes} row changes")
         printer.poll(self.query)
-        from streaming.apps.runtime import stop_between_batches
+        from streaming.apps.runtime import raise_if_failed, stop_between_batches
         stop_between_batches(self.query)
-        check(self.query)
+        raise_if_failed(self.query, stop_asked=True)
         printer.poll(self.query)
         say("stream stopped; restarting it from its checkpoint with availableNow to drain "
             "(the lag of what is left includes the restart) ...")
@@ -496,7 +499,7 @@ class Demo:
                                   batch_rows=args.batch_rows, available_now=True)
         while not self.query.awaitTermination(0.25):
             printer.poll(self.query)
-        check(self.query)
+        raise_if_failed(self.query, stop_asked=True)      # availableNow ends by itself
         printer.poll(self.query)
         say(f"caught up: {printer.rows} changes in {printer.printed} batches, "
             f"{printer.last_lag.get('behindBytes')} binlog bytes behind; Delta tables under "
