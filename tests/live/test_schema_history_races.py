@@ -16,6 +16,7 @@ import time
 import pytest
 
 from cdc.embedded import embedded_server
+from cdc.errors import SchemaError
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ReplicaConfig, RetryPolicy
 from cdc.schema.changes import type_text
@@ -212,3 +213,47 @@ def test_create_if_not_exists_then_alter(source, rdb, caplog):
                 want, (f"try {i}", sc)
         assert _image(row) == _row(source, rdb, t, 1), f"try {i}"
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def _rows(server, db, start) -> tuple[list[dict], Exception | None]:
+    """The row images of a non-blocking stream from *start*, and the error that stopped it."""
+    p = server.cdc_params()
+    client = ReplicaClient(ReplicaConfig(p["host"], p["port"], p["user"], p["password"],
+                                         table_filter=[f"{db}.*"]),
+                           start=start, blocking=False)
+    rows = []
+    try:
+        for tx in client.transactions():
+            rows += [_image(ch) for ch in tx.changes()]
+    except SchemaError as e:
+        return rows, e
+    finally:
+        client.close()
+    return rows, None
+
+
+def test_a_stream_from_before_a_rename_never_gives_rows_its_names(source, rdb):
+    """A stream from an older position, the table renamed a column since: the history read now
+    does not describe the rows before the rename. Without full metadata such a row stops the
+    stream with a SchemaError saying what to do (it was printed with the new name); from a
+    position after the rename the rows come with their names."""
+    source.execute(f"CREATE TABLE {rdb}.t (id INT PRIMARY KEY, a INT)")
+    before = source.current_position()
+    source.execute(f"INSERT INTO {rdb}.t VALUES (1, 1)")
+    first = _row(source, rdb, "t", 1)
+    between = source.current_position()
+    source.execute(f"ALTER TABLE {rdb}.t RENAME COLUMN a TO b")
+    source.execute(f"INSERT INTO {rdb}.t VALUES (2, 2)")
+    second = _row(source, rdb, "t", 2)
+    assert (first, second) == ({"id": 1, "a": 1}, {"id": 2, "b": 2})
+    full = source.execute("SELECT @@GLOBAL.binlog_row_metadata")[0][0] == "FULL"
+    rows, error = _rows(source, rdb, before)
+    if full:
+        assert (rows, error) == ([first, second], None)
+    else:
+        assert rows == [] and error is not None
+        msg = str(error)
+        at = re.search(rf"the TABLE_MAP of {rdb}\.t at file (\S+), position (\d+) ", msg)
+        assert at and at.group(1) == before[0] and before[1] < int(at.group(2)) < between[1]
+        assert "changed by the statement ending at" in msg and "binlog_row_metadata=FULL" in msg
+    assert _rows(source, rdb, between) == ([second], None)
