@@ -233,8 +233,8 @@ class ReplicaClient:
     def reseed_schema(self) -> None:
         """Read the captured tables' shapes from information_schema again, to be used from
         :attr:`position` on (after a :class:`~cdc.errors.SchemaError` saying the schema history
-        lost track of a table; then iterate again). Right when the tables have not changed
-        since :attr:`position` -- e.g. the stream is at the binlog's end."""
+        lost track of a table; then iterate again). A table changed since :attr:`position` is
+        described from the end of its last change on (unknown before it)."""
         history = self.metadata.history
         if history is None:
             raise ConfigurationError("reseed_schema() needs schema_history=True")

@@ -458,7 +458,7 @@ class TableMetadata:
 #: how to get past a history that has lost track of a table (in SchemaError messages)
 RESEED_HINT = (
     "To re-seed the history: resume the stream from a position after the table's last change "
-    "(a stream reads the history from information_schema when it starts), or call "
+    "(a new stream reads the history from information_schema), or call "
     "ReplicaClient.reseed_schema() and iterate again when the stream is at the binlog's end; "
     "set binlog_row_metadata=FULL on the server (the binlog then carries all of it); or "
     "ReplicaConfig(schema_history=False) to take today's information_schema (checked by column "

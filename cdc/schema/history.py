@@ -17,9 +17,11 @@ the binlog, the table is read again from information_schema (``read_table``/``at
 the caller); otherwise it is :class:`Unknown` from there.
 
 The seed describes the tables as of the binlog position ``valid_from`` where it was read (the
-binlog's end then).  A stream starting earlier uses it from its start -- the only description
-there is -- until a statement changes the table; that statement's version holds until
-``valid_from``, where the seed is exact again.  Sans-IO: no connection, no Spark.
+binlog's end then).  For a stream at an earlier position, the caller says which tables the
+binlog's DDL changed in between (``exact_from``, see :mod:`cdc.schema.touched`): the seed
+describes those from the end of their last change on, and they are unknown before it unless the
+stream's own statements tell (a CREATE TABLE); the other tables it describes from the stream's
+position on.  Sans-IO: no connection, no Spark.
 """
 
 from __future__ import annotations

@@ -257,3 +257,54 @@ def test_a_stream_from_before_a_rename_never_gives_rows_its_names(source, rdb):
         assert at and at.group(1) == before[0] and before[1] < int(at.group(2)) < between[1]
         assert "changed by the statement ending at" in msg and "binlog_row_metadata=FULL" in msg
     assert _rows(source, rdb, between) == ([second], None)
+
+
+def test_tail_at_latest_then_alter_and_insert(source, rdb):
+    """``binlog-cdc tail`` (blocking, from now) while ALTER TABLE ... ADD COLUMN and an INSERT
+    run: the schema change and the row are printed with their own columns, every try."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    p = source.cdc_params()
+    env = dict(os.environ, BINLOG_CDC_PASSWORD=p["password"], PYTHONPATH=str(root))
+    source.execute(f"CREATE TABLE {rdb}.mark (id INT PRIMARY KEY)")
+    for i in range(TRIES // 4):
+        t = f"t{i}"
+        source.execute(f"CREATE TABLE {rdb}.{t} (id INT PRIMARY KEY, a INT)")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cdc", "tail", "--host", p["host"], "--port", str(p["port"]),
+             "--user", p["user"], "--server-id", str(7400 + i), "--format", "jsonl",
+             "--schema-changes", "--tables", f"{rdb}.*"],
+            env=env, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(json.loads(x)) for x in proc.stdout],
+                         daemon=True).start()
+        try:
+            for k in range(200):            # until tail prints a row written after it started
+                source.execute(f"INSERT INTO {rdb}.mark VALUES ({i * 1000 + k})")
+                try:
+                    lines.get(timeout=0.3)
+                    break
+                except queue.Empty:
+                    assert proc.poll() is None, proc.stderr.read()
+            source.execute(f"ALTER TABLE {rdb}.{t} ADD COLUMN b INT")
+            source.execute(f"INSERT INTO {rdb}.{t} VALUES (1, 10, 20)")
+            got = []
+            while len(got) < 2:
+                line = lines.get(timeout=20)
+                if line["table"] == t:
+                    got.append(line)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            err = proc.communicate(timeout=30)[1]
+        assert proc.returncode == 0 and "Traceback" not in err, err
+        change, row = got
+        assert change["op"] == "s" and not change["schema_change"]["unsure"], (i, change, err)
+        assert [(c["name"], c["type"]) for c in change["schema_change"]["columns"]] == \
+            _columns(source, rdb, t)
+        assert (row["op"], row["after"]) == ("c", _row(source, rdb, t, 1)), (i, row, err)
