@@ -166,29 +166,39 @@ def test_alternating_renames(source, rdb):
         assert got == expected, f"try {i}"
 
 
+def _records_then_row(source, rdb, t, statements, insert, i):
+    """Run *statements* on ``rdb.t`` then *insert*, right after a stream with schema-change
+    records started at the binlog's end; check each record against information_schema right
+    after its statement and the row against SELECT. Returns the records."""
+    s = Stream(source, rdb, include_schema_changes=True)
+    wanted = []
+    try:
+        for sql in statements:
+            source.execute(sql.format(t=f"{rdb}.{t}"))
+            wanted.append(_columns(source, rdb, t))
+        source.execute(insert.format(t=f"{rdb}.{t}"))
+        *records, row = s.take(len(statements) + 1)
+    finally:
+        s.close()
+    for ch, want in zip(records, wanted):
+        sc = ch.schema_change
+        assert ch.op == "s" and not sc.unsure and sc.columns is not None, (f"try {i}", sc)
+        assert [(c.name, type_text(c)) for c in sc.columns] == want, f"try {i}"
+    assert (row.op, _image(row)) == ("c", _row(source, rdb, t, 1)), f"try {i}"
+    return [ch.schema_change for ch in records]
+
+
 def test_schema_change_records_of_add_then_rename(source, rdb):
     """--schema-changes: ALTER ... ADD, then RENAME COLUMN at once: two records, each with the
     columns information_schema showed right after its statement."""
     for i in range(TRIES):
         t = f"t{i}"
         source.execute(f"CREATE TABLE {rdb}.{t} (id INT PRIMARY KEY, a INT)")
-        s = Stream(source, rdb, include_schema_changes=True)
-        try:
-            source.execute(f"ALTER TABLE {rdb}.{t} ADD COLUMN b VARCHAR(5)")
-            after_add = _columns(source, rdb, t)
-            source.execute(f"ALTER TABLE {rdb}.{t} RENAME COLUMN b TO c")
-            after_rename = _columns(source, rdb, t)
-            source.execute(f"INSERT INTO {rdb}.{t} VALUES (1, 2, 'x')")
-            add, rename, row = s.take(3)
-        finally:
-            s.close()
-        assert (add.op, rename.op, row.op) == ("s", "s", "c"), f"try {i}"
-        for ch, want in ((add, after_add), (rename, after_rename)):
-            sc = ch.schema_change
-            assert not sc.unsure and sc.columns is not None, (f"try {i}", sc)
-            assert [(c.name, type_text(c)) for c in sc.columns] == want, f"try {i}"
-        assert rename.schema_change.renamed_columns == {"b": "c"}
-        assert _image(row) == _row(source, rdb, t, 1), f"try {i}"
+        add, rename = _records_then_row(
+            source, rdb, t, ["ALTER TABLE {t} ADD COLUMN b VARCHAR(5)",
+                             "ALTER TABLE {t} RENAME COLUMN b TO c"],
+            "INSERT INTO {t} VALUES (1, 2, 'x')", i)
+        assert (add.type, rename.type, rename.renamed_columns) == ("ALTER", "ALTER", {"b": "c"})
 
 
 def test_create_if_not_exists_then_alter(source, rdb, caplog):
@@ -196,22 +206,11 @@ def test_create_if_not_exists_then_alter(source, rdb, caplog):
     exactly and quietly (no warning), rows with their own names."""
     caplog.set_level(logging.WARNING, logger="cdc")
     for i in range(TRIES // 2):
-        t = f"t{i}"
-        s = Stream(source, rdb, include_schema_changes=True)
-        try:
-            source.execute(f"CREATE TABLE IF NOT EXISTS {rdb}.{t} (id INT PRIMARY KEY, a INT)")
-            created = _columns(source, rdb, t)
-            source.execute(f"ALTER TABLE {rdb}.{t} ADD COLUMN b INT")
-            altered = _columns(source, rdb, t)
-            source.execute(f"INSERT INTO {rdb}.{t} VALUES (1, 2, 3)")
-            create, alter, row = s.take(3)
-        finally:
-            s.close()
-        for ch, want in ((create, created), (alter, altered)):
-            sc = ch.schema_change
-            assert not sc.unsure and [(c.name, type_text(c)) for c in sc.columns] == \
-                want, (f"try {i}", sc)
-        assert _image(row) == _row(source, rdb, t, 1), f"try {i}"
+        create, alter = _records_then_row(
+            source, rdb, f"t{i}", ["CREATE TABLE IF NOT EXISTS {t} (id INT PRIMARY KEY, a INT)",
+                                   "ALTER TABLE {t} ADD COLUMN b INT"],
+            "INSERT INTO {t} VALUES (1, 2, 3)", i)
+        assert (create.type, alter.type) == ("CREATE", "ALTER")
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
