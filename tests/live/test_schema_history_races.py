@@ -211,6 +211,17 @@ def test_create_if_not_exists_then_alter(source, rdb, caplog):
                                    "ALTER TABLE {t} ADD COLUMN b INT"],
             "INSERT INTO {t} VALUES (1, 2, 3)", i)
         assert (create.type, alter.type) == ("CREATE", "ALTER")
+    for i in range(TRIES // 4):         # without records (FULL: the history is read at the DDL)
+        t = f"u{i}"
+        s = Stream(source, rdb)
+        try:
+            source.execute(f"CREATE TABLE IF NOT EXISTS {rdb}.{t} (id INT PRIMARY KEY, a INT)")
+            source.execute(f"ALTER TABLE {rdb}.{t} ADD COLUMN b INT")
+            source.execute(f"INSERT INTO {rdb}.{t} VALUES (1, 2, 3)")
+            (row,) = s.take(1)
+        finally:
+            s.close()
+        assert _image(row) == _row(source, rdb, t, 1), f"try {i}"
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
