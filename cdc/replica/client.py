@@ -233,8 +233,8 @@ class ReplicaClient:
     def reseed_schema(self) -> None:
         """Read the captured tables' shapes from information_schema again, to be used from
         :attr:`position` on (after a :class:`~cdc.errors.SchemaError` saying the schema history
-        lost track of a table; then iterate again). Right when the tables have not changed
-        since :attr:`position` -- e.g. the stream is at the binlog's end."""
+        lost track of a table; then iterate again). A table changed since :attr:`position` is
+        described from the end of its last change on (unknown before it)."""
         history = self.metadata.history
         if history is None:
             raise ConfigurationError("reseed_schema() needs schema_history=True")
@@ -506,12 +506,17 @@ class ReplicaClient:
             else None
         status_sql = "SHOW BINARY LOG STATUS" if not info.is_mariadb and \
             info.version >= (8, 2, 0) else "SHOW MASTER STATUS"
+        self._schema_source.server = (info, status_sql)     # for seeding the schema history
         if start is None:
-            start = resolve_start(query, self.start, where=self.where, status_sql=status_sql)
+            # at the binlog's end: the schema history is read first, and the stream starts
+            # where that read holds (every later DDL statement is then applied to it)
+            at = self._schema_source.seed(self.metadata.history) if \
+                self.start.kind == "latest" and self._seed_at_start(variables) else None
+            start = Start.at(*at) if at else \
+                resolve_start(query, self.start, where=self.where, status_sql=status_sql)
             if self._position is None:
                 self._position = start.position()
         preflight.check_start(query, info, variables, start, where=self.where)
-        self._schema_source.server = (info, status_sql)     # for seeding the schema history
 
         checksum = str(variables.get("binlog_checksum", "NONE") or "NONE").upper()
         self.checksum = ChecksumAlg.CRC32 if checksum == "CRC32" else ChecksumAlg.OFF
@@ -552,6 +557,16 @@ class ReplicaClient:
         self.dump_thread_starts += 1
         log.info("streaming from %s (%s %s) at %s", self.where, info.flavor,
                  ".".join(map(str, info.version)), start.describe())
+
+    def _seed_at_start(self, variables: dict) -> bool:
+        """Whether the schema history is read when the stream starts: it is not seeded yet, and
+        table maps lack column metadata or the schema changes are wanted (without them, a
+        FULL-metadata stream reads it only when a DDL statement needs it)."""
+        h = self.metadata.history
+        if h is None or h.seeded:
+            return False
+        full = str(variables.get("binlog_row_metadata") or "").upper() == "FULL"
+        return not full or self.config.include_schema_changes
 
     def _parser_options(self, start: Start) -> dict:
         opts = dict(stream=True, file=start.file if start.kind == "file" else None,
