@@ -55,7 +55,6 @@ from cdc.errors import (CdcError, ConfigurationError, ConnectionLost, ProtocolEr
 from cdc.positions import Position, Start
 from cdc.replica import preflight
 from cdc.replica.config import ReplicaConfig
-from cdc.replica.history_state import use_history
 from cdc.replica.packets import PacketReader, frame, is_eof, parse_err, take_over
 from cdc.replica.protocol import (BINLOG_DUMP_NON_BLOCK, ServerInfo, binlog_dump,
                                   binlog_dump_gtid, grant_statement, heartbeat_period_ns,
@@ -249,8 +248,8 @@ class ReplicaClient:
     def reseed_schema(self) -> None:
         """Read the captured tables' shapes from information_schema again, to be used from
         :attr:`position` on (after a :class:`~cdc.errors.SchemaError` saying the schema history
-        lost track of a table; then iterate again). Right when the tables have not changed
-        since :attr:`position` -- e.g. the stream is at the binlog's end."""
+        lost track of a table; then iterate again). A table changed since :attr:`position` is
+        described from the end of its last change on (unknown before it)."""
         history = self.metadata.history
         if history is None:
             raise ConfigurationError("reseed_schema() needs schema_history=True")
@@ -525,16 +524,20 @@ class ReplicaClient:
             else None
         status_sql = "SHOW BINARY LOG STATUS" if not info.is_mariadb and \
             info.version >= (8, 2, 0) else "SHOW MASTER STATUS"
+        self._schema_source.server = (info, status_sql)     # for seeding the schema history
         if start is None:
-            start = resolve_start(query, self.start, where=self.where, status_sql=status_sql)
+            # at the binlog's end: the schema history is read first, and the stream starts
+            # where that read holds (every later DDL statement is then applied to it)
+            at = self._schema_source.seed(self.metadata.history) if \
+                self.start.kind == "latest" and self._seed_at_start(variables) else None
+            start = Start.at(*at) if at else \
+                resolve_start(query, self.start, where=self.where, status_sql=status_sql)
             if self._position is None:
                 self._position = start.position()
         preflight.check_start(query, info, variables, start, where=self.where)
         pos = self._position
         if pos is not None and pos.prepared:
-            self._position = pos.holding(read_prepared(pos.prepared, self._prepared,
-                                                       self._reader_at, self.where))
-        self._schema_source.server = (info, status_sql)     # for seeding the schema history
+            self._position = pos.holding(read_prepared(pos.prepared, self._prepared, self))
 
         checksum = str(variables.get("binlog_checksum", "NONE") or "NONE").upper()
         self.checksum = ChecksumAlg.CRC32 if checksum == "CRC32" else ChecksumAlg.OFF
@@ -576,13 +579,15 @@ class ReplicaClient:
         log.info("streaming from %s (%s %s) at %s", self.where, info.flavor,
                  ".".join(map(str, info.version)), start.describe())
 
-    def _reader_at(self, start: Start) -> "ReplicaClient":
-        """A non-blocking client of this one's config and schema history (reading a prepared
-        XA transaction again before this one's dump starts)."""
-        client = ReplicaClient(self.config.replace(check_server_id=False), start=start,
-                               blocking=False)
-        use_history(client, self.metadata.history)
-        return client
+    def _seed_at_start(self, variables: dict) -> bool:
+        """Whether the schema history is read when the stream starts: it is not seeded yet, and
+        table maps lack column metadata or the schema changes are wanted (without them, a
+        FULL-metadata stream reads it only when a DDL statement needs it)."""
+        h = self.metadata.history
+        if h is None or h.seeded:
+            return False
+        full = str(variables.get("binlog_row_metadata") or "").upper() == "FULL"
+        return not full or self.config.include_schema_changes
 
     def _parser_options(self, start: Start) -> dict:
         opts = dict(stream=True, file=start.file if start.kind == "file" else None,

@@ -10,29 +10,33 @@ transaction), and holds it until its XA COMMIT or XA ROLLBACK comes.
 from __future__ import annotations
 
 import logging
-from typing import Callable, Iterable
+from typing import Iterable
 
 from cdc.binlog.transactions import Transaction
 from cdc.binlog.xa import PREPARE, Prepared
 from cdc.errors import CdcError
 from cdc.positions import Start
+from cdc.replica.history_state import use_history
 
 __all__ = ["read_prepared"]
 
 log = logging.getLogger("cdc.replica")
 
 
-def read_prepared(refs: Iterable[Prepared], held: dict, open_client: Callable,
-                  where: str) -> tuple[Prepared, ...]:
-    """Read each prepared transaction of *refs* that *held* (xid -> transaction) lacks into it;
-    *open_client(start)* gives a non-blocking replica client reading from *start*. Returns the
-    places completed (a ``tail --xa FILE:POS`` place learns its id and end)."""
+def read_prepared(refs: Iterable[Prepared], held: dict, owner) -> tuple[Prepared, ...]:
+    """Read each prepared transaction of *refs* that *held* (xid -> transaction) lacks into it,
+    for the replica client *owner* (before its dump starts: a client of its class, config and
+    schema history reads it). Returns the places completed (a ``tail --xa FILE:POS`` place
+    learns its id and end)."""
     out = []
+    where = owner.where
     for ref in refs:
         if ref.xid is not None and ref.xid in held:
             out.append(ref)
             continue
-        client = open_client(Start.at(ref.file, ref.pos))
+        client = type(owner)(owner.config.replace(check_server_id=False),
+                             start=Start.at(ref.file, ref.pos), blocking=False)
+        use_history(client, owner.metadata.history)
         try:
             tx = next(iter(client.transactions()), None)
             ok = tx is not None and tx.xa is not None and tx.xa.action == PREPARE and \

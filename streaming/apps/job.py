@@ -24,7 +24,9 @@ stops the stream after its running micro-batch and prints the committed offset t
 resumes from (exit status 0; a second signal exits at once). A failure of the stream is one line
 on stderr: a binlog-cdc error (wrong password, unreachable server, purged binlog, a table
 without primary key, ...) with exit status 2, anything else with 1 (``--traceback`` for all of
-it).
+it). A stream that ends without an error, other than by a signal or at availableNow's end (it
+was stopped from elsewhere, or Spark's query thread died of an error Spark did not catch), is a
+failure too (exit status 1).
 """
 
 from __future__ import annotations
@@ -298,13 +300,14 @@ def progress_line(p: dict) -> str:
 def run(cfg: JobConfig, spark=None, out=None, stop=None) -> int:
     """Run the job until it ends (``availableNow``: the binlog drained), *stop* is set (a
     :class:`~streaming.apps.runtime.StopSignals` or a :class:`threading.Event`) or the query
-    fails (its exception is raised). Prints one line per real micro-batch and, at the end, the
-    committed offset the next run resumes from. Returns 0.
+    fails (its exception is raised; a query that ended otherwise without one raises
+    :class:`~streaming.apps.runtime.QueryEndedError`). Prints one line per real micro-batch
+    and, at the end, the committed offset the next run resumes from. Returns 0.
 
     Without *spark* the job starts its own session (``[spark]`` settings) and stops it at the
     end; the metrics listener and its HTTP server are removed in any case. *out* defaults to
     ``sys.stdout`` (at call time)."""
-    from streaming.apps.runtime import Batches, stop_between_batches
+    from streaming.apps.runtime import Batches, raise_if_failed, stop_between_batches
     out = out if out is not None else sys.stdout
     started = time.monotonic()
     owned = False
@@ -335,8 +338,8 @@ def run(cfg: JobConfig, spark=None, out=None, stop=None) -> int:
             stop_between_batches(query)
             for p in batches.new(query):
                 print(progress_line(p), file=out, flush=True)
-        if query.exception() is not None:
-            raise query.exception()
+        # a success ends with a stop of ours (a signal) or availableNow's end
+        raise_if_failed(query, stop_asked=not done or cfg.available_now)
         print(_stopped_line(cfg, batches, time.monotonic() - started), file=out, flush=True)
         return 0
     finally:      # a failing clean-up must not hide the error being raised, if any
