@@ -59,10 +59,11 @@ def _names(tables: Sequence[str], most: int = 5) -> str:
 def run_checks(config: ReplicaConfig, *, include: Sequence[str] = (),
                exclude: Sequence[str] = (), start: Start | None = None, snapshot: bool = False,
                upsert: bool = False, rows_per_second: float = SNAPSHOT_ROWS_PER_SECOND,
-               sink_check: SinkCheck | None = None) -> list[Finding]:
+               sink_check: SinkCheck | None = None, binlog: bool = True) -> list[Finding]:
     """The findings about the source of *config* for a stream of the tables *include* (globs;
     none: all) less *exclude*, from *start*, with an initial *snapshot*, into a sink that
-    *upsert* s. Connects once; a server that cannot be reached is the only finding."""
+    *upsert* s; ``binlog=False``: a snapshot alone (no binlog checks). Connects once; a
+    server that cannot be reached is the only finding."""
     where = config.where
     try:
         conn = connect(config)
@@ -73,24 +74,25 @@ def run_checks(config: ReplicaConfig, *, include: Sequence[str] = (),
             return fetch_rows(conn, sql, args)
         return _checks(conn, query, config, where, include=include, exclude=exclude,
                        start=start, snapshot=snapshot, upsert=upsert,
-                       rows_per_second=rows_per_second, sink_check=sink_check)
+                       rows_per_second=rows_per_second, sink_check=sink_check, binlog=binlog)
     finally:
         conn.close()
 
 
 def _checks(conn, query, config, where, *, include, exclude, start, snapshot, upsert,
-            rows_per_second, sink_check) -> list[Finding]:
+            rows_per_second, sink_check, binlog) -> list[Finding]:
     info = parse_server_version(conn.get_server_info())
     account = quote_account(str(query("SELECT CURRENT_USER()")[0][0]))
     out = [Finding(PASS, "connection", f"connected to {where} ({info.flavor} "
                                        f"{'.'.join(map(str, info.version))}) as {account}"),
            _tls_finding(query, config.ssl)]
     v = preflight.server_variables(query)
-    out += preflight.binlog_findings(v, where, upsert=upsert)
-    out.append(preflight.gtid_finding(info, v))
-    out.append(preflight.privilege_finding(query, info, user=config.user, account=account,
-                                           where=where))
-    if start is not None and start.kind not in ("earliest", "latest"):
+    if binlog:
+        out += preflight.binlog_findings(v, where, upsert=upsert)
+        out.append(preflight.gtid_finding(info, v))
+        out.append(preflight.privilege_finding(query, info, user=config.user, account=account,
+                                               where=where))
+    if binlog and start is not None and start.kind not in ("earliest", "latest"):
         out.append(_start_finding(query, info, v, start, where))
     everything = list_tables(query, None)
     tables, found = _table_findings(everything, include, exclude, where, account)
@@ -104,8 +106,9 @@ def _checks(conn, query, config, where, *, include, exclude, start, snapshot, up
         rows = sum(sizes.get(t, 0) for t in tables)
         seconds = rows / rows_per_second
         what = f" ({rows:,} rows at {rows_per_second:,.0f} rows/s)"
-    out.append(preflight.retention_finding(v, where, snapshot_seconds=seconds,
-                                           snapshot_what=what or ""))
+    if binlog:
+        out.append(preflight.retention_finding(v, where, snapshot_seconds=seconds,
+                                               snapshot_what=what or ""))
     if sink_check is not None and tables:
         out += sink_check(query, tables)
     return out

@@ -80,3 +80,17 @@ def test_spark_source_fails_at_once(host, closed_port):
         reader.initialOffset()
     assert time.monotonic() - t < 2             # 27.6 s before
     assert (REFUSED if host == "127.0.0.1" else UNRESOLVED) in str(e.value)
+
+
+def test_tail_of_a_table_the_server_does_not_have_fails(mariadb, db):
+    mariadb.execute(f"CREATE TABLE {db}.orders (id INT PRIMARY KEY)")
+    env = dict(os.environ, BINLOG_CDC_PASSWORD="cdc-secret", PYTHONPATH=_ROOT)
+    r = subprocess.run([sys.executable, "-m", "cdc", "tail", "--host", "127.0.0.1", "--port",
+                        str(mariadb.port), "--user", "cdc", "--non-blocking", "--tables",
+                        f"{db}.ordres,{db}.x*"], env=env, cwd=_ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and r.stdout == "", r.stderr       # rc 0 and nothing before
+    assert r.stderr == (
+        f"binlog-cdc: error: includeTables names {db}.ordres, which 127.0.0.1:{mariadb.port} "
+        f"does not have (did you mean {db}.orders?), or 'cdc'@'%' cannot see it (no privilege "
+        f"on it): fix the name, or GRANT SELECT ON {db}.ordres TO 'cdc'@'%'\n")
