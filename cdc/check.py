@@ -23,7 +23,8 @@ import difflib
 import fnmatch
 from typing import Callable, Iterable, Sequence
 
-from cdc.errors import CdcError, ConfigurationError, PrivilegeError
+from cdc.errors import (CdcError, ConfigurationError, PrivilegeError, ServerUnreachableError,
+                        TransientServerError)
 from cdc.positions import Start
 from cdc.replica import preflight
 from cdc.replica.config import ReplicaConfig, SslOptions
@@ -213,8 +214,15 @@ def _key_finding(query, tables: list[str], upsert: bool) -> Finding:
 
 
 def require(findings: Iterable[Finding]) -> list[Finding]:
-    """Raise the FAILs (:func:`~cdc.replica.preflight.raise_failures`); return the findings."""
+    """Raise the FAILs (:func:`~cdc.replica.preflight.raise_failures`); return the findings. A
+    first connection that failed with an error a retry may mend (a timeout, a server starting
+    up; not a refused connection or an unknown host) is left to the caller's retries."""
     findings = list(findings)
+    first = findings[0] if findings else None
+    if first is not None and first.check == "connection" and first.status == FAIL and \
+            issubclass(first.error, TransientServerError) and \
+            not issubclass(first.error, ServerUnreachableError):
+        return []
     preflight.raise_failures(findings)
     return findings
 

@@ -6,7 +6,6 @@ after a first success are still retried (tests/faults)."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,8 @@ from cdc.errors import ServerConnectionError
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ReplicaConfig
 
+from support import processes
+
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 UNKNOWN_HOST = "nosuch-host.invalid"        # RFC 2606: never resolves
 REFUSED = "Connection refused"
@@ -26,11 +27,7 @@ UNRESOLVED = "Name or service not known"
 @pytest.fixture
 def closed_port() -> int:
     """A port on 127.0.0.1 where nothing listens (connections are refused)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return processes.closed_port()
 
 
 def _tail(host: str, port: int):
