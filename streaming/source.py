@@ -71,7 +71,7 @@ from cdc.replica.sql import binlog_status, connect, fetch_rows, resolve_start
 from streaming.batches import BatchBuilder, record_batches
 from streaming.bounded import BoundedBatchReader
 from streaming.catalog import columns_from_server
-from streaming.driver import Driver, replica_client
+from streaming.driver import Driver, preflight, replica_client
 from streaming.options import SourceOptions
 from streaming.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anchor, choose,
                                 decided_in, delivered_before, lag_report, mysql_skip_set,
@@ -297,6 +297,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def driver(self) -> Driver:
         if self._driver is None:
+            preflight(self.opts, snapshot=self.opts.snapshot)   # where the query starts
             self._driver = Driver(self.opts)
         return self._driver
 
