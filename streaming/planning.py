@@ -11,6 +11,8 @@ driver found (:mod:`streaming.driver`), and the unit tests feed them made-up bou
 * :func:`plan_chunks` -- a batch's byte range cut into per-file, byte-balanced chunks at
   transaction boundaries.
 * :func:`lag_report` -- how far an offset is behind the server's end.
+* :func:`delivers_nothing` / :func:`quiet_until` / :func:`holds_quiet` -- transactions that give
+  the stream nothing (other tables' changes): an offset moves past them only now and then.
 * :func:`mysql_skip_set` / :func:`delivered_before` -- MySQL transactions already delivered.
 * :func:`decided_in` -- the prepared XA transactions a chunk's task must read again.
 """
@@ -41,6 +43,7 @@ class Boundary(NamedTuple):
     bytes: int     # binlog bytes of the transaction
     ts: int | None = None   # commit time of the transaction (epoch seconds)
     signal: tuple = ()      # tables the transaction asks to re-snapshot (option signalTable)
+    quiet: bool = False     # the transaction delivers nothing (:func:`delivers_nothing`)
 
     @property
     def key(self) -> Key:
@@ -169,6 +172,44 @@ def lag_report(chosen: Position, end: Position | None, logs: Sequence[tuple[str,
         lag = None
     return {"file": end.file, "pos": end.pos, "behindBytes": behind,
             "behindTransactions": len(pending), "lagSeconds": lag}
+
+
+def delivers_nothing(skip: GtidSet | None, tx) -> bool:
+    """Whether the stream delivers nothing of transaction *tx*: no row change, TRUNCATE,
+    statement (DDL, which the schema history may follow) or XA step of the captured tables
+    (a transaction of other tables only), or a MySQL one in *skip* (:func:`delivered_before`)."""
+    return not (tx.rows_events or tx.queries or tx.truncates or tx.schema_changes or
+                tx.xa is not None) or delivered_before(skip, tx)
+
+
+def quiet_until(boundaries: Iterable[Boundary], start: Position, end: Key) -> Position:
+    """The furthest point after *start*, up to *end*, that only quiet transactions
+    (:attr:`Boundary.quiet`) separate from *start*: where reading *start*..*end* has to begin
+    (*start* when the first transaction after it delivers something)."""
+    at = start
+    for b in boundaries:
+        if b.key <= start.key:
+            continue
+        if b.key > end or not b.quiet:
+            break
+        at = b.position
+    return at
+
+
+def holds_quiet(start: Position, chosen: Boundary | None, boundaries: Iterable[Boundary],
+                target: Key, logs: Sequence[tuple[str, int]], *, held_for: float,
+                max_bytes: int, max_seconds: float) -> bool:
+    """Whether a trigger keeps the offset at *start* (Spark runs no micro-batch) although the
+    driver found transactions up to *chosen*: every one of them is quiet (other tables'
+    changes), *chosen* is the *target* (nothing unread follows), and they hold less than
+    *max_bytes* binlog bytes, kept for less than *max_seconds* so far (*held_for*). A busy
+    other database then costs an empty micro-batch at most every *max_seconds* or *max_bytes*,
+    and a restart reads about that much again at most."""
+    if chosen is None or chosen.key < target:
+        return False
+    if not quiet_until(boundaries, start, chosen.key).same_place(chosen.position):
+        return False
+    return held_for < max_seconds and start.bytes_behind(chosen.position, logs) < max_bytes
 
 
 def mysql_skip_set(position: Position) -> GtidSet | None:

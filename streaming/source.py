@@ -74,8 +74,9 @@ from streaming.catalog import columns_from_server
 from streaming.driver import Driver, preflight, replica_client
 from streaming.options import SourceOptions
 from streaming.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anchor, choose,
-                                decided_in, delivered_before, lag_report, mysql_skip_set,
-                                need_scan, plan_chunks)
+                                decided_in, delivered_before, delivers_nothing, holds_quiet,
+                                lag_report, mysql_skip_set, need_scan, plan_chunks,
+                                quiet_until)
 from streaming.layout import FlatBatchReader, flat_schema, flatten_batches
 from streaming.schema import JSON_SCHEMA, typed_schema, with_fields, with_schema_changes
 from streaming.storage import list_files, storage_for
@@ -285,6 +286,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.schema_point = schema_point
         self._driver: Driver | None = None
         self._lag_report: dict | None = None
+        self._quiet_since: float | None = None   # monotonic time the offset was first held
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -389,8 +391,18 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._scan(s, max_rows, max_bytes, target)
         chosen = choose(d.boundaries, max_rows, max_bytes, target)
         offset = chosen.position if chosen is not None else s
-        self._lag_report = lag_report(offset, d.server_end, d.binary_logs(), d.boundaries,
-                                      d.scanned_to, time.time())
+        logs = d.binary_logs()
+        # the lag is the truth of what was read: transactions of other tables, read and held
+        # below, are not behind
+        self._lag_report = lag_report(offset, d.server_end, logs, d.boundaries, d.scanned_to,
+                                      time.time())
+        now = time.monotonic()
+        if d.available_now_end is None and holds_quiet(
+                s, chosen, d.boundaries, target, logs, held_for=now - (self._quiet_since or now),
+                max_bytes=self.opts.idle_advance_bytes, max_seconds=self.opts.idle_advance_s):
+            self._quiet_since = self._quiet_since or now
+            return start            # the same offset: no micro-batch
+        self._quiet_since = None
         if chosen is not None and chosen.signal:
             return snapshot.resnapshot_offset(d, self.opts, d.schema.offset(offset),
                                               chosen.signal)
@@ -446,7 +458,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 at = at.after(tx.file, tx.end_pos, tx.gtid, tx.xa)
                 signal = snapshot.signalled_tables(self.opts, tx) \
                     if self.opts.signal_table and not delivered_before(skip, tx) else ()
-                b = Boundary(at, r, max(0, tx.end_pos - tx.pos), tx.timestamp, signal)
+                b = Boundary(at, r, max(0, tx.end_pos - tx.pos), tx.timestamp, signal,
+                             delivers_nothing(skip, tx))
                 d.boundaries.append(b)
                 found += 1
                 rows += r
@@ -508,6 +521,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # a replayed batch: what its files hold at their starts (prepared XA) is found first
             self._anchor(s)
             self._scan(s, None, None, e.key)
+        if self._known(s, e):     # transactions of other tables only, first: not read
+            s = quiet_until(d.boundaries, s, e.key)
         chunks = plan_chunks(s, e, logs, (b.position for b in d.boundaries),
                              min_partitions=self.opts.min_partitions,
                              max_bytes_per_partition=self.opts.max_bytes_per_partition)
