@@ -35,6 +35,9 @@ How a stream works
   tasks read by file and position: a transaction whose GTID is already in the set at the batch
   start (a ``{"gtid": ...}`` start set with gaps, or another server's order of the same
   transactions) is skipped, as ``COM_BINLOG_DUMP_GTID`` would skip it.
+* Transactions of other tables only (:func:`streaming.planning.holds_quiet`) hold the offset
+  until ``idleAdvanceBytes`` of them wait or ``idleAdvanceIntervalMs`` passed (a busy other
+  database makes no micro-batch per trigger); a batch's tasks do not read them first.
 * Purged binlogs: with ``failOnDataLoss=true`` (default) the query stops with an error naming
   the missing file; with ``false`` the purged range is skipped (a warning is logged).
 * The schema history (column names, charsets... of tables whose table maps lack them) is kept
