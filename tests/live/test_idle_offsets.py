@@ -20,7 +20,8 @@ from cdc.positions import Position  # noqa: E402
 
 from support.spark_support import source_options  # noqa: E402
 
-pytestmark = [pytest.mark.server, pytest.mark.spark]
+pytestmark = [pytest.mark.server, pytest.mark.spark,
+              pytest.mark.servers("mariadb-10.11", "mysql-9.7")]
 
 #: row changes written to another database while the captured table is idle (200k in
 #: production's report; scaled to run in about a minute here), 10 per transaction
