@@ -127,8 +127,8 @@ def _run(spark, server, db, other, tmp_path):
     start = server.current_position()
     server.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)")
     server.execute(f"INSERT INTO {db}.t VALUES (1, 1)")
-    threshold = 1 << 20
-    # the offset moves past the other database's transactions once 1 MiB of them wait (never
+    threshold = 4 << 20
+    # the offset moves past the other database's transactions once 4 MiB of them wait (never
     # after a time here: the interval is longer than the test)
     opts = source_options(server, db, start, idleAdvanceBytes=threshold,
                           idleAdvanceIntervalMs=600_000)
