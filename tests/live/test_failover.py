@@ -1,0 +1,130 @@
+"""Failover: a stream reading a primary resumes on its promoted GTID replica by GTID.
+
+The drill: 2,000 changes read from the primary; 500 more written and replicated; the primary
+SIGKILLed; the replica (another binlog basename, rotated, with local transactions) promoted; 500
+more written on it; the same stream resumed against it. Nothing lost, nothing twice, and the
+output equals SELECT * on the new primary. A replica that never received transactions the
+stream already delivered is refused with one clear error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cdc.errors import DivergedServerError
+from cdc.positions import Start
+from cdc.replica.client import ReplicaClient
+from cdc.replica.config import ReplicaConfig
+
+from support.replica_pair import replica_pair
+
+pytestmark = [pytest.mark.server]
+
+SERVERS = ["mariadb-10.11", "mysql-9.7"]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(params=SERVERS)
+def pair(request, tmp_path):
+    p = replica_pair(request.param, tmp_path)
+    p.primary.execute("CREATE TABLE shop.items (id INT PRIMARY KEY, v VARCHAR(20))")
+    p.wait_replicated()
+    try:
+        yield p
+    finally:
+        p.cleanup()
+
+
+def insert(server, first: int, last: int) -> None:
+    with server.connect() as conn, conn.cursor() as cur:
+        for i in range(first, last + 1):
+            cur.execute("INSERT INTO shop.items VALUES (%s, %s)", (i, f"v{i}"))
+            conn.commit()
+
+
+def client(server, start, server_id=7001) -> ReplicaClient:
+    p = server.cdc_params()
+    config = ReplicaConfig(p["host"], p["port"], p["user"], p["password"], server_id=server_id,
+                           include_tables=["shop.items"])
+    return ReplicaClient(config, start=start, blocking=False)
+
+
+def read(server, start) -> tuple[list[int], object]:
+    c = client(server, start)
+    ids = [ch.after["id"] for ch in c.changes()]
+    return ids, c.position
+
+
+def fail_over(pair) -> None:
+    """Write 500 changes the replica gets; kill the primary; promote the replica; write 500
+    changes on it."""
+    insert(pair.primary, 2001, 2500)
+    pair.wait_replicated()
+    pair.primary.kill()
+    pair.promote()
+    insert(pair.replica, 2501, 3000)
+
+
+def tail(server, *args) -> subprocess.CompletedProcess:
+    p = server.cdc_params()
+    env = dict(os.environ, BINLOG_CDC_PASSWORD=p["password"], PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "cdc", "tail", "--host", p["host"], "--port",
+                           str(p["port"]), "--user", p["user"], "--server-id", "7002",
+                           "--non-blocking", "--format", "jsonl", "--tables", "shop.items",
+                           *args], env=env, capture_output=True, text=True, timeout=300)
+
+
+def report(what: str, delivered: list[int], expected: list[int]) -> None:
+    lost = len(set(expected) - set(delivered))
+    twice = len(delivered) - len(set(delivered))
+    print(f"{what}: {len(delivered)} changes delivered, lost {lost}, duplicated {twice}")
+    assert (lost, twice) == (0, 0) and sorted(delivered) == sorted(expected)
+
+
+def test_the_replica_client_and_tail_resume_by_gtid_on_the_promoted_replica(pair):
+    start = Start.gtid_text(pair.gtid_state(pair.primary))
+    insert(pair.primary, 1, 2000)
+    before, at = read(pair.primary, start)
+    assert before == list(range(1, 2001))
+    fail_over(pair)
+    after, _ = read(pair.replica, at)
+    report(f"{pair.primary.FLAVOR} replica client", before + after,
+           [r[0] for r in pair.replica.execute("SELECT id FROM shop.items")])
+    assert after == list(range(2001, 3001))
+    out = tail(pair.replica, "--gtid", str(at.gtid))
+    assert out.returncode == 0, out.stderr
+    tailed = [json.loads(line)["after"]["id"] for line in out.stdout.splitlines()]
+    report(f"{pair.primary.FLAVOR} tail --gtid", tailed, list(range(2001, 3001)))
+
+
+@pytest.fixture
+def diverged_position(pair):
+    """A position past 10 transactions of the old primary the promoted replica never got."""
+    start = Start.gtid_text(pair.gtid_state(pair.primary))
+    insert(pair.primary, 1, 2000)
+    insert(pair.primary, 2001, 2500)
+    pair.wait_replicated()
+    pair.stop_replication()
+    insert(pair.primary, 2501, 2510)
+    ids, at = read(pair.primary, start)
+    assert ids == list(range(1, 2511))
+    pair.primary.kill()
+    pair.promote()
+    insert(pair.replica, 2501, 3000)
+    return at
+
+
+def test_a_replica_that_missed_delivered_transactions_is_refused(pair, diverged_position):
+    at = diverged_position
+    with pytest.raises(DivergedServerError, match="never executed .*already delivered"):
+        read(pair.replica, at)
+    out = tail(pair.replica, "--gtid", str(at.gtid))
+    assert out.returncode == 2 and "never executed" in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+    assert out.stdout == ""
