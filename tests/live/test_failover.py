@@ -130,3 +130,36 @@ def test_a_replica_that_missed_delivered_transactions_is_refused(pair, diverged_
     errors = [line for line in out.stderr.splitlines() if "error:" in line]
     assert len(errors) == 1 and "Traceback" not in out.stderr
     assert out.stdout == ""
+
+
+def spark_options(server, start: str) -> dict:
+    p = server.cdc_params()
+    return {"host": p["host"], "port": str(p["port"]), "user": p["user"],
+            "password": p["password"], "includeTables": "shop.items", "serverId": "7100",
+            "startingPosition": start}
+
+
+def run_available_now(spark, options: dict, out: Path, checkpoint: Path):
+    reader = spark.readStream.format("binlog-cdc")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    q = (reader.load().writeStream.format("parquet").option("path", str(out))
+         .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    assert q.awaitTermination(300), "availableNow query did not stop"
+    assert q.exception() is None, q.exception()
+
+
+@pytest.mark.spark
+def test_the_spark_query_resumes_by_gtid_on_the_promoted_replica(pair, spark, tmp_path):
+    file, pos = pair.primary.current_position()     # a file start: offsets carry the GTID state
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+    insert(pair.primary, 1, 2000)
+    run_available_now(spark, spark_options(pair.primary, f"{file}:{pos}"), out, ckpt)
+    assert spark.read.parquet(str(out)).count() == 2000
+    fail_over(pair)
+    run_available_now(spark, spark_options(pair.replica, f"{file}:{pos}"), out, ckpt)
+    rows = spark.read.parquet(str(out)).collect()
+    delivered = [json.loads(r.after)["id"] for r in rows]
+    table = sorted(pair.replica.execute("SELECT id, v FROM shop.items"))
+    report(f"{pair.primary.FLAVOR} Spark", delivered, [r[0] for r in table])
+    assert sorted((a["id"], a["v"]) for a in (json.loads(r.after) for r in rows)) == table
