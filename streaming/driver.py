@@ -103,7 +103,10 @@ class Driver:
 
     def _resume_point(self, p: Position) -> Position:
         check_contained(self.query, p.gtid, mariadb=self.is_mariadb(), where=self.where)
-        first = self.gtid_start(Position(None, None, p.gtid).to_start())
+        try:
+            first = self.gtid_start(Position(None, None, p.gtid).to_start())
+        except BinlogPurgedError:
+            return p        # the stream's purged-binlog handling (failOnDataLoss) decides
         if first.same_place(p):
             return p
         log.warning("offset %s is not where this server's binlog continues its GTID state "

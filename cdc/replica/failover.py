@@ -37,13 +37,17 @@ def _variable(query: Query, name: str) -> str:
 
 def missing_from(query: Query, state, *, mariadb: bool) -> str:
     """The GTIDs of *state* the server never executed ("" when it has them all). MySQL: the set
-    minus ``gtid_executed``; MariaDB: the GTIDs of the position whose (domain, server_id) the
+    minus ``gtid_executed``, for the server_uuids the server executed any transaction of (a
+    start set may name other sources' transactions as done); MariaDB: the GTIDs of the position whose (domain, server_id) the
     server's ``gtid_binlog_state`` has at a lower sequence number, or not at all."""
     if state is None or not state:
         return ""
     if not mariadb:
-        return str(GtidSet.parse(str(state)).subtract(
-            GtidSet.parse(_variable(query, "gtid_executed"))))
+        executed = GtidSet.parse(re.sub(r"\s+", "", _variable(query, "gtid_executed")))
+        known = {u.lower() for u in executed.uuids()}
+        missing = GtidSet.parse(str(state)).subtract(executed)
+        return ",".join(part for part in str(missing).split(",")
+                        if part and part.split(":")[0].lower() in known)
     have: dict[tuple[int, int], int] = {}
     for text in _variable(query, "gtid_binlog_state").split(","):
         if text.strip():
