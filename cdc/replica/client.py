@@ -554,8 +554,9 @@ class ReplicaClient:
                  ".".join(map(str, info.version)), start.describe())
 
     def _parser_options(self, start: Start) -> dict:
+        # charsets: the table metadata fills in what the table maps lack (information_schema)
         opts = dict(stream=True, file=start.file if start.kind == "file" else None,
-                    checksum=self.checksum)
+                    checksum=self.checksum, charset=None)
         if self.config.row_decoder is not None:
             opts["row_decoder"] = self.config.row_decoder
         return opts
