@@ -10,11 +10,12 @@ from cdc.binlog.events import Event
 from cdc.binlog.parser import DEFAULT_CHARSET, BinlogParser
 from cdc.binlog.storage import LOCAL, Storage, expand
 from cdc.binlog.tablemap import apply_default_charset, charset_columns
+from cdc.binlog.transactions import Transaction, TransactionAssembler
 from cdc.errors import ConfigurationError
 from cdc.rows.backend import resolve_decoder
 from cdc.values.charsets import collation_for_charset
 
-__all__ = ["BinlogFileReader", "read_events", "binlog_paths", "CHUNK",
+__all__ = ["BinlogFileReader", "EarlierPrepared", "read_events", "binlog_paths", "CHUNK",
            # re-exported: the default charset of text without charset metadata and its helpers
            "DEFAULT_CHARSET", "collation_for_charset", "charset_columns", "apply_default_charset"]
 
@@ -129,6 +130,35 @@ class BinlogFileReader:
                 parser.feed(chunk)
                 yield from parser.events()
         parser.close()
+
+
+class EarlierPrepared:
+    """The prepared XA transactions of earlier binlog files, found when asked: a reader of one
+    file of several (a Spark task of a batch read) that meets the XA COMMIT of a transaction
+    prepared in an earlier file reads the earlier files back, newest first, until one holds
+    it. The assembler's ``missing_prepared``.
+
+    :param earlier: gives the earlier files, oldest first (called once, when first needed).
+    :param reader_kw: :class:`BinlogFileReader` options (``storage``, ``row_decoder``, ...).
+    """
+
+    def __init__(self, earlier: Callable[[], Iterable[str]], table_filter=None, **reader_kw):
+        self._earlier = earlier
+        self._paths: list[str] | None = None
+        self._found: dict[str, Transaction] = {}
+        self._filter = table_filter
+        self._kw = reader_kw
+
+    def __call__(self, xid: str) -> Transaction | None:
+        if self._paths is None:
+            self._paths = list(self._earlier())
+        while xid not in self._found and self._paths:
+            asm = TransactionAssembler(self._filter)
+            for ev in BinlogFileReader([self._paths.pop()], **self._kw).events():
+                asm.push(ev)
+            for k, tx in asm.prepared.items():
+                self._found.setdefault(k, tx)
+        return self._found.pop(xid, None)
 
 
 def read_events(paths, **kw) -> Iterator[Event]:

@@ -390,6 +390,8 @@ def test_delta_tables_hold_the_servers_text(mysql_json, spark, tmp_path, mode):
     pytest.importorskip("deltalake")
     from deltalake import DeltaTable
 
+    from test_delta import run_available_now
+
     from streaming.delta import DeltaUpserter
     from tests.support.spark_support import source_options
 
@@ -403,12 +405,7 @@ def test_delta_tables_hold_the_servers_text(mysql_json, spark, tmp_path, mode):
         opts["includeTables"] = f"{DB}.t,{DB}.ts"
     up = DeltaUpserter(str(tmp_path / "delta"), host=p["host"], port=p["port"], user=p["user"],
                        password=p["password"], app_id=f"json-{mode}")
-    reader = spark.readStream.format("binlog-cdc")
-    for k, v in opts.items():
-        reader = reader.option(k, v)
-    q = (reader.load().writeStream.foreachBatch(up)
-         .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start())
-    assert q.awaitTermination(240), "the availableNow query did not stop"
+    q = run_available_now(spark, opts, up, tmp_path / "chk", timeout=240)
     assert q.exception() is None, q.exception()
     for name in ("t", "ts") if mode == "json" else ("t",):
         table = DeltaTable(str(tmp_path / "delta" / DB / name)).to_pyarrow_table()
