@@ -29,7 +29,7 @@ _EXPORTS = {
     "TableFilter": "cdc.binlog.transactions",
     "GtidSet": "cdc.binlog.gtid", "MariaGtidPosition": "cdc.binlog.gtid",
     # values
-    "ABSENT": "cdc.values.kinds", "ColumnDef": "cdc.values.types",
+    "ABSENT": "cdc.values.kinds", "JSON_NULL": "cdc.values.kinds", "ColumnDef": "cdc.values.types",
     # positions
     "Position": "cdc.positions", "Start": "cdc.positions",
     # streaming from a server

@@ -26,7 +26,7 @@ from cdc.binlog.transactions import TableFilter
 from cdc.check import WARN, require, run_checks
 from cdc.cli.args import (add_connection_arguments, add_start_arguments, config_from_args,
                           on_sigterm, patterns, start_from_args)
-from cdc.cli.changes import change_json
+from cdc.cli.changes import change_json, image_json
 from cdc.cli.schema_file import load_schema_file, save_schema_file
 from cdc.errors import ServerConnectionError, TransientServerError
 from cdc.positions import Position
@@ -34,7 +34,6 @@ from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ON_UNPARSED_DDL, RetryPolicy
 from cdc.replica.sql import binlog_status, connect, fetch_rows
 from cdc.schema.changes import type_text
-from cdc.values.render import row_json
 
 
 def add_tail_arguments(p: argparse.ArgumentParser) -> None:
@@ -93,9 +92,9 @@ def change_text(change) -> str:
         return schema_change_text(change, where)
     images = []
     if change.before is not None:
-        images.append("before=" + row_json(change.columns, change.before))
+        images.append("before=" + image_json(change, change.before))
     if change.after is not None:
-        images.append("after=" + row_json(change.columns, change.after))
+        images.append("after=" + image_json(change, change.after))
     op = {"c": "INSERT", "u": "UPDATE", "d": "DELETE", "t": "TRUNCATE"}[change.op]
     line = f"{_ts(tx.timestamp)} {op} {change.schema}.{change.table} [{where}]"
     return line + " " + " ".join(images) if images else line
