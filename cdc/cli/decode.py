@@ -10,10 +10,10 @@ from cdc.binlog.events import (Event, FormatDescriptionEvent, GtidEvent, MariaGt
                      RotateEvent, RowsEvent, RowsQueryEvent, TableMapEvent, XidEvent)
 from cdc.binlog.files import DEFAULT_CHARSET, BinlogFileReader
 from cdc.cache import BoundedCache
-from cdc.cli.args import patterns
+from cdc.cli.args import add_table_arguments, table_filter
 from cdc.cli.changes import change_json
 from cdc.values.render import mysqlbinlog_rows
-from cdc.binlog.transactions import TableFilter, TransactionAssembler
+from cdc.binlog.transactions import TransactionAssembler
 from cdc.binlog.xa import COMMIT
 
 
@@ -74,7 +74,7 @@ def _print_text(ev: Event, out, table_filter) -> None:
 
 
 def cmd_decode(args) -> int:
-    table_filter = TableFilter(sum(args.include_tables, []), sum(args.exclude_tables, []))
+    tables = table_filter(args)
     def show_progress(done, total):
         sys.stderr.write(f"\rdecoded {done / 1e6:.1f} / {total / 1e6:.1f} MB")
         sys.stderr.flush()
@@ -86,9 +86,9 @@ def cmd_decode(args) -> int:
     out = sys.stdout
     if args.format == "text":
         for ev in reader.events():
-            _print_text(ev, out, table_filter)
+            _print_text(ev, out, tables)
     else:
-        asm = TransactionAssembler(table_filter or None)
+        asm = TransactionAssembler(tables)
         for ev in reader.events():
             tx = asm.push(ev)
             if tx is not None:
@@ -111,10 +111,7 @@ def add_decode_arguments(d: argparse.ArgumentParser) -> None:
                    help="text: events like mysqlbinlog -v; jsonl: one JSON object per row change")
     d.add_argument("--start-position", type=int, help="offset in the first file to start at")
     d.add_argument("--stop-position", type=int, help="offset in the last file to stop at")
-    d.add_argument("--include-tables", action="append", default=[], type=patterns,
-                   metavar="DB.TABLE[,...]", help="only these tables (globs, e.g. shop.*); repeatable")
-    d.add_argument("--exclude-tables", action="append", default=[], type=patterns,
-                   metavar="DB.TABLE[,...]", help="skip these tables (globs); repeatable")
+    add_table_arguments(d, several=False)
     d.add_argument("--no-verify-checksum", action="store_true",
                    help="do not verify CRC32s (salvage a damaged file)")
     d.add_argument("--progress", action="store_true", help="show progress on stderr")

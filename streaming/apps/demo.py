@@ -381,15 +381,18 @@ def compare(server: Server, upserter) -> bool:
 # --- main -----------------------------------------------------------------------------------------
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    from cdc.cli.entry import add_entry_arguments
     ap = argparse.ArgumentParser(prog="python3 -m streaming.demo", description=__doc__.split(
         "\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--host", help="use this server instead of a private MariaDB")
-    ap.add_argument("--port", type=int, default=3306)
+    ap.add_argument("--port", type=int, default=3306, help="with --host: its port (default 3306)")
     ap.add_argument("--user", default="root", help="with --host: a user that can create the "
                     "database cdc_demo and replicate")
-    ap.add_argument("--password", default=os.environ.get("BINLOG_CDC_PASSWORD", ""))
-    ap.add_argument("--password-file")
+    ap.add_argument("--password", default=os.environ.get("BINLOG_CDC_PASSWORD", ""),
+                    help="with --host: the user's password (default $BINLOG_CDC_PASSWORD; prefer "
+                         "that or --password-file)")
+    ap.add_argument("--password-file", help="with --host: read the password from this file")
     ap.add_argument("--orders", type=int, default=2000, help="orders placed (default 2000)")
     ap.add_argument("--existing", type=int, default=20000,
                     help="orders already in the database before the stream starts: the stream "
@@ -405,7 +408,14 @@ def main(argv=None) -> int:
                     help="also serve Prometheus metrics on this port")
     ap.add_argument("--traceback", action="store_true",
                     help="on a failure that is not a binlog-cdc error, show the whole traceback")
-    args = ap.parse_args(argv)
+    add_entry_arguments(ap, "binlog-cdc demo")
+    return ap
+
+
+def main(argv=None) -> int:
+    from cdc.cli.entry import configure_logging
+    args = build_parser().parse_args(argv)
+    configure_logging(args)
 
     out = Path(args.out).resolve()
     if out.exists():

@@ -1,8 +1,9 @@
 """Run a CDC pipeline from a config file: the binlog-cdc stream upserted into Delta tables.
 
-    python3 -m streaming.job conf/job.example.toml [--available-now]
+    python3 -m streaming.job --example > job.toml     # then edit it
+    python3 -m streaming.job job.toml [--available-now]
 
-The TOML file (see ``conf/job.example.toml``) has the sections
+The TOML file (the example: ``job.example.toml`` next to this module) has the sections
 
 * ``[source]``: the options of ``spark.readStream.format("binlog-cdc")`` as they are written
   there (``host``, ``port``, ``user``, ``includeTables``, ``startingPosition``, ...);
@@ -50,6 +51,26 @@ PASSWORD_KEYS = ("password_env", "password_file")      # read by the job, not Sp
 TABLE_LISTS = ("includeTables", "excludeTables")        # a TOML list or "db.a,db.b"
 BATCH_ONLY = ("path", "paths")                          # options of spark.read, not of a stream
 _UNITS = r"(?:week|day|hour|minute|second|millisecond|microsecond)s?"
+#: the example config, shipped in the package, and how a user gets it
+EXAMPLE = Path(__file__).with_name("job.example.toml")
+EXAMPLE_COMMAND = "python3 -m streaming.job --example > job.toml"
+#: --help: what the job does, in plain words
+DESCRIPTION = f"""\
+Run a CDC pipeline from a TOML config: the binlog-cdc stream of a MySQL or MariaDB
+server upserted into Delta tables. Start from the example config:
+
+    {EXAMPLE_COMMAND}
+
+The config's sections: [source] the options of the binlog-cdc source (README: Options;
+password_env or password_file instead of a password), [delta] path and app_id,
+[stream] checkpoint, trigger ("10 seconds" or "availableNow") and query_name, [metrics]
+port (Prometheus), [spark] master and spark.* settings. The whole file is checked before
+Spark starts.
+
+One line is printed per micro-batch. Ctrl-C or SIGTERM stops after the running micro-batch
+and prints the offset the next run resumes from (a second signal exits at once).
+Exit status: 0 on success, 2 for a binlog-cdc error (a mistake in the config, a server
+that refuses the user, a purged binlog, ...), 1 for any other failure."""
 #: the interval texts Spark's processingTime trigger takes ("10 seconds", "1 minute 30 seconds")
 TRIGGER_INTERVAL = re.compile(rf"(?:interval\s+)?(?:\d+(?:\.\d+)?\s+{_UNITS}\s*)+",
                               re.IGNORECASE)
@@ -94,8 +115,8 @@ def load_config(path: str | os.PathLike) -> JobConfig:
         with open(path, "rb") as f:
             raw = tomllib.load(f)
     except FileNotFoundError:
-        raise ConfigurationError(f"job config {where} does not exist (start from "
-                                 f"conf/job.example.toml)") from None
+        raise ConfigurationError(f"job config {where} does not exist (start from the example: "
+                                 f"{EXAMPLE_COMMAND})") from None
     except OSError as e:
         raise ConfigurationError(f"job config {where} cannot be read: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
@@ -418,15 +439,31 @@ def _session(cfg: JobConfig):
     return spark, True
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m streaming.job", description=__doc__.split(
-        "\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("config", help="the job's TOML file (see conf/job.example.toml)")
+def build_parser() -> argparse.ArgumentParser:
+    from cdc.cli.entry import add_entry_arguments
+    ap = argparse.ArgumentParser(prog="python3 -m streaming.job", description=DESCRIPTION,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("config", nargs="?", help="the job's TOML file")
+    ap.add_argument("--example", action="store_true",
+                    help="print the example config (commented) and exit")
     ap.add_argument("--available-now", action="store_true",
                     help="drain what the binlog holds now, then stop (overrides [stream] trigger)")
     ap.add_argument("--traceback", action="store_true",
                     help="on a failure that is not a binlog-cdc error, show the whole traceback")
+    add_entry_arguments(ap, "binlog-cdc job")
+    return ap
+
+
+def main(argv=None) -> int:
+    from cdc.cli.entry import configure_logging
+    ap = build_parser()
     args = ap.parse_args(argv)
+    if args.example:
+        sys.stdout.write(EXAMPLE.read_text())
+        return 0
+    if args.config is None:
+        ap.error(f"give the job's config file (start from the example: {EXAMPLE_COMMAND})")
+    configure_logging(args)
     from streaming.apps.runtime import StopSignals, cdc_error, report_failure
     with StopSignals("binlog-cdc job") as stop:
         try:
