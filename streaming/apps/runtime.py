@@ -24,9 +24,9 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
 import cdc.errors
+from cdc.checkpoint import committed_offset
 from cdc.errors import CdcError
 
 __all__ = ["cdc_error", "failure_summary", "report_failure", "Batches", "is_real_batch", "offset_text",
@@ -167,25 +167,6 @@ def offset_text(offset: dict | None) -> str:
         text = f"{offset['file']}:{offset['pos']}"
         return f"{text} (GTID {offset['gtid']})" if offset.get("gtid") else text
     return json.dumps(offset)
-
-
-def committed_offset(checkpoint: str) -> dict | None:
-    """The source offset of the last batch committed in a local *checkpoint* directory (the
-    ``offsets/<n>`` entry of the highest ``commits/<n>``), None when there is none or the
-    checkpoint is not a local directory."""
-    root = Path(checkpoint[len("file:"):] if checkpoint.startswith("file:") else checkpoint)
-    try:
-        ids = [int(p.name) for p in (root / "commits").iterdir() if p.name.isdigit()]
-        if not ids:
-            return None
-        lines = (root / "offsets" / str(max(ids))).read_text().splitlines()
-    except (OSError, ValueError):
-        return None
-    for line in reversed(lines):
-        d = _offset(line.strip())
-        if d is not None and "file" in d:
-            return d
-    return None
 
 
 # --- stopping ----------------------------------------------------------------------------------
