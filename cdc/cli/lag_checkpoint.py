@@ -20,9 +20,11 @@ from dataclasses import asdict, dataclass
 
 from cdc.checkpoint import read_committed
 from cdc.cli.args import config_from_args
+from cdc.errors import CdcError
 from cdc.positions import Position
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import RetryPolicy
+from cdc.replica.sql import binary_logs, binlog_status, connect, fetch_rows, mysql_error
 
 __all__ = ["CheckpointLag", "measure", "run_checkpoint_lag", "SCAN_BYTES"]
 
@@ -62,18 +64,11 @@ class CheckpointLag:
 def measure(args, now: float | None = None) -> CheckpointLag:
     """Read the committed offset of ``args.checkpoint`` and measure it against the server of
     the connection options."""
-    from cdc.cli.lag import ServerStatus
-    from cdc.replica.sql import connect
     committed = read_committed(args.checkpoint)
     at = committed.position
     config = config_from_args(args, heartbeat_interval=None,
                               retry=RetryPolicy(max_attempts=1, max_time=None))
-    status = ServerStatus(lambda: connect(config))
-    try:
-        end = status.end()
-        logs = status.binary_logs() if at.file != end.file else None
-    finally:
-        status.close()
+    end, logs = _server_end(config, at)
     behind = at.bytes_behind(end, logs)
     count, oldest, estimated = 0, None, False
     if behind > 0:
@@ -84,6 +79,22 @@ def measure(args, now: float | None = None) -> CheckpointLag:
     return CheckpointLag(args.checkpoint, committed.batch, at.file, at.pos,
                          committed.offset.get("gtid"), end.file, end.pos, behind, count,
                          estimated, max(0.0, now - oldest) if oldest is not None else 0.0)
+
+
+def _server_end(config, at: Position) -> tuple[Position, list | None]:
+    """The server's binlog end, and its binlog files' sizes when *at* is in an earlier file."""
+    import pymysql
+    conn = connect(config)
+    try:
+        query = lambda sql: fetch_rows(conn, sql)      # noqa: E731
+        end = binlog_status(query, where=config.where).end
+        return end, binary_logs(query) if at.file != end.file else None
+    except pymysql.err.MySQLError as e:
+        err = mysql_error(e, config)
+        raise (err if err is not e else CdcError(f"cannot read the binlog end of "
+                                                 f"{config.where}: {e}")) from e
+    finally:
+        conn.close()
 
 
 def _scan(config, at: Position, end: Position, logs) -> tuple[int, float | None, int]:
