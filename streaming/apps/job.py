@@ -432,7 +432,11 @@ def _session(cfg: JobConfig):
         os.environ["PYSPARK_PYTHON"] = worker_python() if master.startswith("local") \
             else sys.executable
     b = SparkSession.builder.appName(cfg.query_name or "binlog-cdc-job").master(master)
-    for k, v in session_settings(cfg).items():
+    settings = session_settings(cfg)
+    if master.startswith("local") and "spark.driver.extraJavaOptions" not in settings:
+        from streaming.local_spark import quiet_start
+        settings.update(quiet_start())
+    for k, v in settings.items():
         b = b.config(k, v)
     spark = b.getOrCreate()
     quiet_query_errors(spark)

@@ -29,7 +29,8 @@ import cdc.errors
 from cdc.checkpoint import committed_offset
 from cdc.errors import CdcError
 
-__all__ = ["cdc_error", "failure_summary", "report_failure", "Batches", "is_real_batch", "offset_text",
+__all__ = ["cdc_error", "failure_summary", "report_failure", "Batches", "batch_offsets",
+           "is_real_batch", "offset_text",
            "committed_offset", "StopSignals", "stop_between_batches", "QueryEndedError",
            "raise_if_failed", "quiet_query_errors"]
 
@@ -117,6 +118,16 @@ def _offset(value) -> dict | None:
     except ValueError:
         return None
     return d if isinstance(d, dict) else None
+
+
+def batch_offsets(progress: dict) -> tuple[dict | None, dict | None]:
+    """(start, end) offsets of the binlog-cdc source in a progress event (None: not there;
+    the start of a query's first batch is None)."""
+    for s in progress.get("sources") or []:
+        start, end = _offset(s.get("startOffset")), _offset(s.get("endOffset"))
+        if end is not None and "file" in end:
+            return start, end
+    return None, None
 
 
 def is_real_batch(progress: dict) -> bool:
