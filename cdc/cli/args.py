@@ -25,9 +25,9 @@ def patterns(text: str) -> list[str]:
 
 
 def add_table_arguments(group, *, several: bool) -> None:
-    """``--include-tables`` (also spelled ``--tables``) and ``--exclude-tables``, of ``tail``
-    and ``decode``: comma-separated globs, repeatable; *several*: each option also takes
-    several words (``decode`` takes one, its files follow)."""
+    """``--include-tables`` (also spelled ``--tables``) and ``--exclude-tables`` of ``tail``,
+    ``check`` and ``decode``: comma-separated globs, repeatable; *several*: each option also
+    takes several words (``decode`` takes one, its files follow)."""
     kw = {"nargs": "+", "action": "extend"} if several else {"action": "append"}
     more = "several, comma-separated or repeated" if several else "comma-separated, repeatable"
     group.add_argument("--include-tables", type=patterns, default=[], metavar="DB.TABLE[,...]",

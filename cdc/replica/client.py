@@ -51,7 +51,8 @@ from cdc.binlog.gtid import GtidSet
 from cdc.binlog.parser import BinlogParser
 from cdc.binlog.transactions import Transaction, TransactionAssembler
 from cdc.errors import (CdcError, ConfigurationError, ConnectionLost, ProtocolError,
-                        ServerConnectionError, is_transient, map_server_error)
+                        ServerConnectionError, ServerUnreachableError, is_transient,
+                        map_server_error)
 from cdc.positions import Position, Start
 from cdc.replica import preflight
 from cdc.replica.config import ReplicaConfig
@@ -434,7 +435,7 @@ class ReplicaClient:
                         state.next_action.sleep if state.next_action else 0)
 
         retrying = p.retrying(max_time=max_time, sleep=self._sleep,
-                              before_sleep=before_sleep)
+                              before_sleep=before_sleep, first=first)
         try:
             for attempt in retrying:
                 with attempt:
@@ -444,6 +445,13 @@ class ReplicaClient:
                     self._open()
         except _Closed:
             raise
+        except ServerUnreachableError as e:
+            if first and not p.retry_unreachable_first:    # a wrong host or port
+                self.last_connect_failure = str(e)
+                raise ServerConnectionError(str(e)) from e
+            raise ServerConnectionError(
+                f"could not (re)connect to {self.where} after {attempts[0]} attempt(s) in "
+                f"{time.monotonic() - started:.1f} s; last error: {e}") from e
         except Exception as e:
             if is_transient(e) and first:
                 raise ServerConnectionError(

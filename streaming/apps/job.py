@@ -2,6 +2,7 @@
 
     python3 -m streaming.job --example > job.toml     # then edit it
     python3 -m streaming.job job.toml [--available-now]
+    python3 -m streaming.job --check job.toml         # binlog-cdc check of the source
 
 The TOML file (the example: ``job.example.toml`` next to this module) has the sections
 
@@ -272,6 +273,18 @@ def _option_text(v) -> str:
     return str(v)
 
 
+def checks(cfg: JobConfig) -> list:
+    """The findings of ``binlog-cdc check`` (:mod:`cdc.check`) for the job's source: its
+    tables and snapshot, into Delta tables that are upserted (a table without primary key, row
+    images that are not FULL: FAIL). The start position is the source's to check (its errors
+    name the Spark remedies)."""
+    from cdc.check import run_checks
+    opts = cfg.source_options()
+    f = opts.table_filter()
+    return run_checks(opts.replica_config(), include=f.include if f else (),
+                      exclude=f.exclude if f else (), snapshot=opts.snapshot, upsert=True)
+
+
 def start(spark, cfg: JobConfig, upserter=None):
     """Start the streaming query of *cfg* (foreachBatch into a DeltaUpserter); returns it."""
     from streaming.delta import DeltaUpserter
@@ -329,8 +342,12 @@ def run(cfg: JobConfig, spark=None, out=None, stop=None) -> int:
     end; the metrics listener and its HTTP server are removed in any case. *out* defaults to
     ``sys.stdout`` (at call time)."""
     from streaming.apps.runtime import Batches, raise_if_failed, stop_between_batches
+    from cdc.check import WARN, require
     out = out if out is not None else sys.stdout
     started = time.monotonic()
+    for finding in require(checks(cfg)):       # before the session starts, and the snapshot
+        if finding.status == WARN:
+            print(f"warning: {finding.check}: {finding.message}", file=out, flush=True)
     owned = False
     if spark is None:
         spark, owned = _session(cfg)
@@ -454,6 +471,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="drain what the binlog holds now, then stop (overrides [stream] trigger)")
     ap.add_argument("--traceback", action="store_true",
                     help="on a failure that is not a binlog-cdc error, show the whole traceback")
+    ap.add_argument("--check", action="store_true",
+                    help="check the source and the config (binlog-cdc check: one line per "
+                         "check), then exit: 2 when a check FAILs, else 0")
     add_entry_arguments(ap, "binlog-cdc job")
     return ap
 
@@ -469,6 +489,8 @@ def main(argv=None) -> int:
         ap.error(f"give the job's config file (start from the example: {EXAMPLE_COMMAND})")
     configure_logging(args)
     from streaming.apps.runtime import StopSignals, cdc_error, report_failure
+    if args.check:
+        return _check_only(args.config)
     with StopSignals("binlog-cdc job") as stop:
         try:
             cfg = load_config(args.config)
@@ -482,6 +504,18 @@ def main(argv=None) -> int:
             if args.traceback and cdc_error(e) is None:
                 raise
             return report_failure(e, "binlog-cdc job", "the stream failed")
+
+
+def _check_only(path: str) -> int:
+    from cdc.check import exit_status, render
+    try:
+        findings = checks(load_config(path))
+    except CdcError as e:
+        print(f"binlog-cdc job: error: {e}", file=sys.stderr)
+        return 2
+    for line in render(findings):
+        print(line, flush=True)
+    return exit_status(findings)
 
 
 if __name__ == "__main__":

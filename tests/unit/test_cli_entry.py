@@ -1,6 +1,6 @@
 """What every command line of binlog-cdc has (``binlog-cdc``, ``python -m streaming.job``,
-``python -m streaming.demo``): ``--version``, ``--log-level``/``-q`` and one log format on stderr,
-help text for every option, the table options' spellings, the job's plain ``--help`` and its
+``python -m streaming.demo``): ``--version``, ``--log-level`` (its log format on stderr:
+tests/live/test_cli_logging.py), help text for every option, the table options' spellings, the job's plain ``--help`` and its
 ``--example`` config."""
 
 from __future__ import annotations
@@ -13,11 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support.processes import closed_port
-
 ROOT = Path(__file__).resolve().parents[2]
-LOG_LINE = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d "
-                      r"(.*)$")
 
 
 def _run(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -40,35 +36,7 @@ def test_version(argv, prog):
     assert r.stdout.strip() == f"{prog} {_project_version()}"
 
 
-def _tail_closed_port(*more: str) -> subprocess.CompletedProcess:
-    # two attempts: the first failure is logged as a warning ("retrying in ..."), the second
-    # ends the command with its one error line
-    return _run("-m", "cdc", *more, "tail", "--host", "127.0.0.1", "--port", str(closed_port()),
-                "--max-retries", "2", "--connect-timeout", "2")
-
-
-def test_warnings_have_level_and_time():
-    r = _tail_closed_port()
-    assert r.returncode == 2
-    lines = r.stderr.splitlines()
-    logged = [LOG_LINE.match(l) for l in lines if LOG_LINE.match(l)]
-    assert [m[1] for m in logged] == ["WARNING"], r.stderr
-    assert logged[0][2].startswith("connecting to 127.0.0.1:") and "retrying in" in logged[0][2]
-    assert lines[-1].startswith("binlog-cdc: error: cannot connect to 127.0.0.1:"), r.stderr
-    assert all(LOG_LINE.match(l) or l.startswith("binlog-cdc: error:") for l in lines), r.stderr
-
-
-@pytest.mark.parametrize("flags", [["-q"], ["--quiet"], ["--log-level", "error"]])
-def test_quiet_keeps_only_the_error(flags):
-    r = _tail_closed_port(*flags)
-    assert r.returncode == 2
-    assert r.stderr.count("\n") == 1 and r.stderr.startswith("binlog-cdc: error: cannot connect")
-
-
-def test_log_level_debug_and_a_wrong_level():
-    r = _tail_closed_port("--log-level", "DEBUG")
-    levels = {LOG_LINE.match(l)[1] for l in r.stderr.splitlines() if LOG_LINE.match(l)}
-    assert "WARNING" in levels and r.returncode == 2
+def test_a_wrong_log_level():
     r = _run("-m", "cdc", "--log-level", "loud", "decode", "x")
     assert r.returncode == 2 and "--log-level" in r.stderr and "loud" in r.stderr
 
