@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import importlib
 
+#: the release (pyproject.toml reads it from here)
+__version__ = "0.1.0"
+
 _EXPORTS = {
     # reading binlogs (files and bytes)
     "BinlogParser": "cdc.binlog.parser", "iter_events": "cdc.binlog.parser",
