@@ -125,6 +125,11 @@ class BinlogPurgedError(ReplicationError):
     """The requested binlog file or GTIDs are no longer on the server."""
 
 
+class DivergedServerError(ReplicationError):
+    """The server lacks transactions a stream position already delivered (a failover to a
+    replica that never received them): resuming there would silently diverge."""
+
+
 class ServerIdConflictError(ReplicationError):
     """Another replica is connected with the same server_id."""
 

@@ -45,11 +45,9 @@ A session with delta-spark configured could ``MERGE`` through Spark instead; thi
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
-from decimal import Decimal
 from typing import Callable, NamedTuple
 
 import pyarrow as pa
@@ -62,13 +60,12 @@ from cdc.replica.sql import SqlSession, connect
 from streaming.catalog import columns_from_server
 from streaming.delta_schema import SCHEMA_CHANGE, apply_schema_changes
 from streaming.delta_types import (arrow_converter, arrow_schema, delta_spark_type,
-                                   json_converter, typed_converter)
+                                   json_converter, parse_image, typed_converter)
 from streaming.foreach_batch import spark_safe
 from streaming.json_images import NotFast, read_images, reader_schema
 from streaming.last_change import by_table, last_changes, last_changes_typed, last_truncate
 from streaming.options import UPSERT_FIELDS
 
-_DECODE = json.JSONDecoder(parse_float=Decimal).decode   # one decoder (json.loads makes one a call)
 
 log = logging.getLogger("binlog_cdc.delta")
 
@@ -151,7 +148,7 @@ class _Table:
         # the same for whole Arrow columns of typed images
         self.typed_arrow_conv = {c.name: arrow_converter(f) for c, f in zip(self.columns,
                                                                        self.typed_conv) if f}
-        self.read_schema = reader_schema(self.schema)      # None: JSON images value by value
+        self.read_schema = reader_schema(self.schema, self.columns)   # None: value by value
 
 
 def default_table_path(root: str, db: str, table: str) -> str:
@@ -502,7 +499,7 @@ class DeltaUpserter:
             row = image                         # dict: field name -> typed value
             conv = tbl.typed_conv
         else:
-            row = _DECODE(image)
+            row = parse_image(image)
             conv = tbl.json_conv
         extra = [k for k in row if k not in tbl.name_set]
         if extra:

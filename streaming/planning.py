@@ -13,7 +13,7 @@ driver found (:mod:`streaming.driver`), and the unit tests feed them made-up bou
 * :func:`lag_report` -- how far an offset is behind the server's end.
 * :func:`delivers_nothing` / :func:`quiet_until` / :func:`holds_quiet` -- transactions that give
   the stream nothing (other tables' changes): an offset moves past them only now and then.
-* :func:`mysql_skip_set` / :func:`delivered_before` -- MySQL transactions already delivered.
+* :func:`skip_set` / :func:`delivered_before` -- transactions already delivered.
 * :func:`decided_in` -- the prepared XA transactions a chunk's task must read again.
 """
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 from typing import Iterable, NamedTuple, Sequence
 
-from cdc.binlog.gtid import GtidSet
 from cdc.binlog.xa import Prepared
 from cdc.positions import Position, binlog_file_number
 
@@ -174,10 +173,10 @@ def lag_report(chosen: Position, end: Position | None, logs: Sequence[tuple[str,
             "behindTransactions": len(pending), "lagSeconds": lag}
 
 
-def delivers_nothing(skip: GtidSet | None, tx) -> bool:
+def delivers_nothing(skip, tx) -> bool:
     """Whether the stream delivers nothing of transaction *tx*: no row change, TRUNCATE,
     statement (DDL, which the schema history may follow) or XA step of the captured tables
-    (a transaction of other tables only), or a MySQL one in *skip* (:func:`delivered_before`)."""
+    (a transaction of other tables only), or one in *skip* (:func:`delivered_before`)."""
     return not (tx.rows_events or tx.queries or tx.truncates or tx.schema_changes or
                 tx.xa is not None) or delivered_before(skip, tx)
 
@@ -212,19 +211,25 @@ def holds_quiet(start: Position, chosen: Boundary | None, boundaries: Iterable[B
     return held_for < max_seconds and start.bytes_behind(chosen.position, logs) < max_bytes
 
 
-def mysql_skip_set(position: Position) -> GtidSet | None:
-    """The MySQL GTID set of *position* (None on MariaDB or without GTIDs): transactions read
-    from the binlog by file and position after it whose GTID is in the set were delivered
-    already (a GTID start set need not be a prefix of the binlog: ``uuid:1-10:12-13`` from
-    ``uuid:11`` on means 12 and 13 must not come again; COM_BINLOG_DUMP_GTID would skip them,
-    the file/position dumps of the driver and the tasks do not). A GTID occurs once in the
-    binlog, so the set at the batch start serves every chunk of the batch."""
-    gs = position.gtid_set
-    return gs if gs else None
+def skip_set(position: Position, moved: bool = False):
+    """The GTID state whose transactions, read from the binlog by file and position after
+    *position*, were delivered already (None: nothing to skip).
+
+    MySQL: the GTID set of *position* (a GTID start set need not be a prefix of the binlog:
+    ``uuid:1-10:12-13`` from ``uuid:11`` on means 12 and 13 must not come again;
+    COM_BINLOG_DUMP_GTID would skip them, the file/position dumps of the driver and the tasks do
+    not). A GTID occurs once in the binlog, so the set at the batch start serves every chunk of
+    the batch. MariaDB: the GTID position, only when *moved* (the offset was read from another
+    server and resumes here by its GTID state, where this server's binlog may hold some of its
+    transactions after the resume point: another domain's came first); a GTID is delivered when
+    its domain's sequence number is not past the position's."""
+    if position.gtid_set:
+        return position.gtid_set
+    return position.mariadb_gtid if moved and position.mariadb_gtid else None
 
 
-def delivered_before(skip: GtidSet | None, tx) -> bool:
-    """Whether transaction *tx* is in *skip*, the set of :func:`mysql_skip_set`."""
+def delivered_before(skip, tx) -> bool:
+    """Whether transaction *tx* is in *skip*, the state of :func:`skip_set`."""
     return skip is not None and bool(tx.gtid) and tx.gtid in skip
 
 

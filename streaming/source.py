@@ -35,6 +35,9 @@ How a stream works
   tasks read by file and position: a transaction whose GTID is already in the set at the batch
   start (a ``{"gtid": ...}`` start set with gaps, or another server's order of the same
   transactions) is skipped, as ``COM_BINLOG_DUMP_GTID`` would skip it.
+* Failover: an offset read from another server resumes by its GTID state, never by its file
+  position, and a server lacking transactions it delivered is refused
+  (:mod:`streaming.driver`).
 * Transactions of other tables only (:func:`streaming.planning.holds_quiet`) hold the offset
   until ``idleAdvanceBytes`` of them wait or ``idleAdvanceIntervalMs`` passed (a busy other
   database makes no micro-batch per trigger); a batch's tasks do not read them first.
@@ -64,10 +67,9 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from pyspark.sql.types import StructType
 
 from cdc.binlog.files import BinlogFileReader, EarlierPrepared
-from cdc.binlog.gtid import GtidSet
 from cdc.binlog.transactions import TransactionAssembler
 from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
-from cdc.positions import Position, Start
+from cdc.positions import Position, Start, parse_gtid_state
 from cdc.replica.history_state import restore_history, use_history
 from cdc.replica.sql import binlog_status, connect, fetch_rows, resolve_start
 
@@ -78,7 +80,7 @@ from streaming.driver import Driver, preflight, replica_client
 from streaming.options import SourceOptions
 from streaming.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anchor, choose,
                                 decided_in, delivered_before, delivers_nothing, holds_quiet,
-                                lag_report, mysql_skip_set, need_scan, plan_chunks,
+                                lag_report, skip_set, need_scan, plan_chunks,
                                 quiet_until)
 from streaming.layout import FlatBatchReader, flat_schema, flatten_batches
 from streaming.schema import JSON_SCHEMA, typed_schema, with_fields, with_schema_changes
@@ -253,7 +255,7 @@ class FileBatchReader(DataSourceReader):
 class BinlogChunk(InputPartition):
     """Read transactions of ``file`` from ``start`` to ``end`` (a transaction boundary, or the
     file size: up to the file's end). ``skip_gtids``: a MySQL GTID set whose transactions are
-    not delivered (the batch start's set; see :func:`streaming.planning.mysql_skip_set`).
+    not delivered (the batch start's set; see :func:`streaming.planning.skip_set`).
     ``schema``: the stream's schema history as of ``start`` (None: not in use). ``xa``: the
     prepared XA transactions to read again first (:func:`streaming.planning.decided_in`)."""
 
@@ -320,7 +322,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if snapshot.KEY in first:
                 out[snapshot.KEY] = first[snapshot.KEY]
             return out
-        start = self._start_position()
+        start = d.known(self._start_position())
         d.schema.seed_at_start(start)
         return d.schema.offset(start)
 
@@ -328,7 +330,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         d = self.driver
         spec = self.opts.starting
         if spec.is_gtid:
-            return self._gtid_start(spec)
+            return d.gtid_start(spec)
         if spec.kind == "file":
             logs = d.binary_logs()
             if spec.file not in {n for n, _ in logs}:
@@ -346,19 +348,6 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return Position(end.file, end.pos, d.gtid_at(end.file, end.pos, end.gtid))
         first = resolve_start(d.query, spec, where=d.where)          # earliest
         return Position(first.file, first.pos, d.gtid_at_oldest(first.file))
-
-    def _gtid_start(self, spec: Start) -> Position:
-        """The boundary where a GTID start begins: the first transaction the server sends for
-        it, or the end of the binlog when there is none yet."""
-        end = self.driver.master_status()
-        state = spec.position().gtid
-        client = replica_client(self.opts, spec, self.opts.server_id)
-        try:
-            for tx in client.transactions():
-                return Position(tx.file, tx.pos, state)
-        finally:
-            client.close()
-        return Position(end.file, end.pos, state)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_events:
@@ -393,7 +382,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if need_scan(d.boundaries, d.scanned_to, max_rows, max_bytes, target):
             self._scan(s, max_rows, max_bytes, target)
         chosen = choose(d.boundaries, max_rows, max_bytes, target)
-        offset = chosen.position if chosen is not None else s
+        offset = d.known(chosen.position) if chosen is not None else s
         logs = d.binary_logs()
         # the lag is the truth of what was read: transactions of other tables, read and held
         # below, are not behind
@@ -441,7 +430,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if last is None:
                 return
         d.schema.feed(last, lambda at: replica_client(self.opts, at, self.opts.server_id))
-        skip = mysql_skip_set(last)
+        skip = skip_set(last, d.moved(s))
         rows = sum(b.rows for b in d.boundaries)
         nbytes = sum(b.bytes for b in d.boundaries)
         count_rows = max_rows is not None
@@ -524,12 +513,12 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # a replayed batch: what its files hold at their starts (prepared XA) is found first
             self._anchor(s)
             self._scan(s, None, None, e.key)
-        if self._known(s, e):     # transactions of other tables only, first: not read
-            s = quiet_until(d.boundaries, s, e.key)
-        chunks = plan_chunks(s, e, logs, (b.position for b in d.boundaries),
+        # transactions of other tables only, first: not read
+        read_from = quiet_until(d.boundaries, s, e.key) if self._known(s, e) else s
+        chunks = plan_chunks(read_from, e, logs, (b.position for b in d.boundaries),
                              min_partitions=self.opts.min_partitions,
                              max_bytes_per_partition=self.opts.max_bytes_per_partition)
-        skip = mysql_skip_set(s)
+        skip = skip_set(s, d.moved(s))
         skip_text = str(skip) if skip is not None else None     # a partition carries text
         # each task gets the schema history as of its chunk's start (a replayed batch of a
         # restarted query: the driver follows the batch's DDL first)
@@ -607,7 +596,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if not history:
                 history.append(restore_history(client, chunk.schema))
             use_history(client, history[0])
-        skip = GtidSet.parse(chunk.skip_gtids) if chunk.skip_gtids else None
+        skip = parse_gtid_state(chunk.skip_gtids) if chunk.skip_gtids else None
         reached = False
         try:
             try:

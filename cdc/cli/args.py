@@ -11,6 +11,7 @@ import signal
 import threading
 from typing import Callable
 
+from cdc.binlog.transactions import TableFilter
 from cdc.binlog.xa import Prepared
 from cdc.errors import ConfigurationError
 from cdc.positions import Start
@@ -23,11 +24,31 @@ def patterns(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
+def add_table_arguments(group, *, several: bool) -> None:
+    """``--include-tables`` (also spelled ``--tables``) and ``--exclude-tables`` of ``tail``,
+    ``check`` and ``decode``: comma-separated globs, repeatable; *several*: each option also
+    takes several words (``decode`` takes one, its files follow)."""
+    kw = {"nargs": "+", "action": "extend"} if several else {"action": "append"}
+    more = "several, comma-separated or repeated" if several else "comma-separated, repeatable"
+    group.add_argument("--include-tables", type=patterns, default=[], metavar="DB.TABLE[,...]",
+                       help=f"only these tables (globs such as 'shop.*'; {more})", **kw)
+    group.add_argument("--tables", dest="include_tables", type=patterns, default=[],
+                       help=argparse.SUPPRESS, **kw)          # the older spelling of tail's
+    group.add_argument("--exclude-tables", type=patterns, default=[], metavar="DB.TABLE[,...]",
+                       help=f"skip these tables (globs; {more})", **kw)
+
+
+def table_filter(args) -> TableFilter | None:
+    """The :class:`TableFilter` of :func:`add_table_arguments`' options, None without any."""
+    include, exclude = sum(args.include_tables, []), sum(args.exclude_tables, [])
+    return TableFilter(include, exclude) if include or exclude else None
+
+
 def add_connection_arguments(p: argparse.ArgumentParser, *, retries: bool = True) -> None:
     """The connection options shared by ``tail`` and ``lag``: server, account, TLS."""
     c = p.add_argument_group("connection")
     c.add_argument("--host", required=True, help="the source server")
-    c.add_argument("--port", type=int, default=3306)
+    c.add_argument("--port", type=int, default=3306, help="the server's port (default 3306)")
     c.add_argument("--user", default=os.environ.get("BINLOG_CDC_USER", "root"),
                    help="replication account (needs REPLICATION SLAVE and REPLICATION CLIENT / "
                         "BINLOG MONITOR); default $BINLOG_CDC_USER or root")
@@ -52,7 +73,8 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, retries: bool = True
                    help="verify the server certificate (default: when --ssl-ca is given)")
     c.add_argument("--ssl-verify-identity", action="store_true",
                    help="also check the server's host name against its certificate")
-    c.add_argument("--connect-timeout", type=float, default=10.0)
+    c.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
+                   help="give up a connection attempt after S seconds (default 10)")
     if retries:
         c.add_argument("--max-retries", type=int, default=None,
                        help="give up after this many reconnect attempts in a row (default: no "

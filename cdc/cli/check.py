@@ -1,7 +1,7 @@
 """``binlog-cdc check``: before a first stream, everything binlog-cdc can know about the source
 (:mod:`cdc.check`), one line per check::
 
-    binlog-cdc check --host db1 --user cdc --tables 'shop.*' --snapshot --upsert
+    binlog-cdc check --host db1 --user cdc --include-tables 'shop.*' --snapshot --upsert
 
 Exit status 2 when a check FAILs, else 0 (WARN lines included).
 """
@@ -12,8 +12,8 @@ import argparse
 import sys
 
 from cdc.check import SNAPSHOT_ROWS_PER_SECOND, exit_status, render, run_checks
-from cdc.cli.args import (add_connection_arguments, add_start_arguments, config_from_args,
-                          patterns, start_from_args)
+from cdc.cli.args import (add_connection_arguments, add_start_arguments, add_table_arguments,
+                          config_from_args, start_from_args)
 from cdc.replica.config import RetryPolicy
 
 
@@ -22,11 +22,7 @@ def add_check_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(p, retries=False)
     add_start_arguments(p, "where the stream would start (checked to be on the server)")
     w = p.add_argument_group("what the stream would do")
-    w.add_argument("--tables", nargs="+", type=patterns, default=[], metavar="DB.TABLE",
-                   help="the tables to capture (globs such as 'shop.*'), as tail --tables / the "
-                        "option includeTables")
-    w.add_argument("--exclude-tables", nargs="+", type=patterns, default=[], metavar="DB.TABLE",
-                   help="tables left out (globs)")
+    add_table_arguments(w, several=True)       # as tail's, the options includeTables/...
     w.add_argument("--snapshot", action="store_true",
                    help="the stream starts with a snapshot of the tables (startingPosition="
                         "snapshot): SELECT on them, and binlogs kept longer than it takes")
@@ -41,7 +37,7 @@ def add_check_arguments(p: argparse.ArgumentParser) -> None:
 def run_check(args) -> int:
     config = config_from_args(args, heartbeat_interval=None, retry=RetryPolicy())
     start = start_from_args(args) if (args.gtid or args.file or args.start_at) else None
-    findings = run_checks(config, include=sum(args.tables, []),
+    findings = run_checks(config, include=sum(args.include_tables, []),
                           exclude=sum(args.exclude_tables, []), start=start,
                           snapshot=args.snapshot, upsert=args.upsert,
                           rows_per_second=args.snapshot_rate)

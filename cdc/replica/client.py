@@ -599,7 +599,7 @@ class ReplicaClient:
 
     def _parser_options(self, start: Start) -> dict:
         opts = dict(stream=True, file=start.file if start.kind == "file" else None,
-                    checksum=self.checksum)
+                    checksum=self.checksum, charset=None)   # charsets: TableMetadata's job
         if self.config.row_decoder is not None:
             opts["row_decoder"] = self.config.row_decoder
         return opts

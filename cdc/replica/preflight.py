@@ -16,6 +16,7 @@ from cdc.binlog.gtid import GtidSet, MariaGtidPosition
 from cdc.errors import (BinlogPurgedError, ConfigurationError, PrivilegeError,
                         ServerConfigError, ServerIdConflictError)
 from cdc.positions import Start, purged_error
+from cdc.replica.failover import check_contained
 from cdc.replica.protocol import (MARIA_SLAVE_CAPABILITY_GTID, ServerInfo, grant_statement,
                                   missing_privileges)
 from cdc.replica.sql import binary_logs
@@ -256,9 +257,12 @@ def check_start(query: Query, info: ServerInfo, v: dict, start: Start, *, where:
                 f"the server {where} has purged transactions the replica has not seen: "
                 f"{missing} (gtid_purged is {purged}, requested from {have or 'nothing'}). "
                 f"Those changes are lost to this replica; restart from a fresh snapshot")
-    elif start.kind == "mariadb_gtid" and not info.is_mariadb:
-        raise ConfigurationError(
-            f"{where} is MySQL: give a GTID set ('uuid:1-42'), not a MariaDB GTID position")
+        check_contained(query, have, mariadb=False, where=where)
+    elif start.kind == "mariadb_gtid":
+        if not info.is_mariadb:
+            raise ConfigurationError(
+                f"{where} is MySQL: give a GTID set ('uuid:1-42'), not a MariaDB GTID position")
+        check_contained(query, MariaGtidPosition.parse(start.gtid), mariadb=True, where=where)
 
 
 def session_sql(info: ServerInfo, v: dict, start: Start, *, heartbeat_ns: int | None,

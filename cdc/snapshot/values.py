@@ -50,10 +50,12 @@ ENUM / SET              selected as ``col + 0`` (the member number / bit mask, w
 GEOMETRY                ``Geometry(srid, wkb)``: the server sends its internal form, 4-byte
                         little-endian SRID + WKB
 VECTOR                  ``list[float]`` of its float32 values (the server sends the bytes)
-JSON (MySQL binary)     the document parsed from the server's text: exact for strings, integers,
-                        doubles, literals, arrays and objects; DECIMAL and date/time scalars
-                        inside a document (JSON from CAST or JSON functions of such values) come
-                        out as float / str where the binlog decoder gives Decimal / datetime
+JSON (MySQL binary)     the document parsed from the server's text (the ``null`` document:
+                        ``JSON_NULL``): exact for strings, integers, doubles, literals, arrays and
+                        objects; DECIMAL and date/time scalars inside a document (JSON from CAST
+                        or JSON functions of such values) come out as float / str where the
+                        binlog decoder gives Decimal / datetime (date/time and opaque scalars
+                        then render to the same JSON text, decimals lose trailing zeros)
 ======================  ==========================================================================
 NULL is None.  Generated columns are read like others (their value is computed by the SELECT).
 
@@ -76,7 +78,7 @@ from cdc.binlog.constants import ColumnType as T
 from cdc.cache import BoundedCache
 from cdc.errors import SchemaError
 from cdc.values.charsets import BINARY_COLLATION, codec_of, make_text_decoder
-from cdc.values.kinds import Geometry, InvalidTemporal
+from cdc.values.kinds import JSON_NULL, Geometry, InvalidTemporal
 from cdc.values.types import ColumnDef, type_info
 
 __all__ = ["SESSION_SQL", "raw_connect_kwargs", "select_list", "row_converter",
@@ -215,8 +217,10 @@ def _json_int(text: str):
 
 
 def to_mysql_json(raw: bytes):
-    """MySQL's JSON type (printed as text): the document (see the module docstring's limits)."""
-    return json.loads(raw.decode("utf-8"), parse_int=_json_int)
+    """MySQL's JSON type (printed as text): the document (see the module docstring's limits);
+    the ``null`` literal is :data:`~cdc.values.kinds.JSON_NULL`, as the binlog decoder gives it."""
+    doc = json.loads(raw.decode("utf-8"), parse_int=_json_int)
+    return JSON_NULL if doc is None else doc
 
 
 def _enum_converter(names):

@@ -1,9 +1,10 @@
 """Run a CDC pipeline from a config file: the binlog-cdc stream upserted into Delta tables.
 
-    python3 -m streaming.job conf/job.example.toml [--available-now]
-    python3 -m streaming.job --check conf/job.example.toml     # binlog-cdc check of the source
+    python3 -m streaming.job --example > job.toml     # then edit it
+    python3 -m streaming.job job.toml [--available-now]
+    python3 -m streaming.job --check job.toml         # binlog-cdc check of the source
 
-The TOML file (see ``conf/job.example.toml``) has the sections
+The TOML file (the example: ``job.example.toml`` next to this module) has the sections
 
 * ``[source]``: the options of ``spark.readStream.format("binlog-cdc")`` as they are written
   there (``host``, ``port``, ``user``, ``includeTables``, ``startingPosition``, ...);
@@ -51,6 +52,26 @@ PASSWORD_KEYS = ("password_env", "password_file")      # read by the job, not Sp
 TABLE_LISTS = ("includeTables", "excludeTables")        # a TOML list or "db.a,db.b"
 BATCH_ONLY = ("path", "paths")                          # options of spark.read, not of a stream
 _UNITS = r"(?:week|day|hour|minute|second|millisecond|microsecond)s?"
+#: the example config, shipped in the package, and how a user gets it
+EXAMPLE = Path(__file__).with_name("job.example.toml")
+EXAMPLE_COMMAND = "python3 -m streaming.job --example > job.toml"
+#: --help: what the job does, in plain words
+DESCRIPTION = f"""\
+Run a CDC pipeline from a TOML config: the binlog-cdc stream of a MySQL or MariaDB
+server upserted into Delta tables. Start from the example config:
+
+    {EXAMPLE_COMMAND}
+
+The config's sections: [source] the options of the binlog-cdc source (README: Options;
+password_env or password_file instead of a password), [delta] path and app_id,
+[stream] checkpoint, trigger ("10 seconds" or "availableNow") and query_name, [metrics]
+port (Prometheus), [spark] master and spark.* settings. The whole file is checked before
+Spark starts.
+
+One line is printed per micro-batch. Ctrl-C or SIGTERM stops after the running micro-batch
+and prints the offset the next run resumes from (a second signal exits at once).
+Exit status: 0 on success, 2 for a binlog-cdc error (a mistake in the config, a server
+that refuses the user, a purged binlog, ...), 1 for any other failure."""
 #: the interval texts Spark's processingTime trigger takes ("10 seconds", "1 minute 30 seconds")
 TRIGGER_INTERVAL = re.compile(rf"(?:interval\s+)?(?:\d+(?:\.\d+)?\s+{_UNITS}\s*)+",
                               re.IGNORECASE)
@@ -95,8 +116,8 @@ def load_config(path: str | os.PathLike) -> JobConfig:
         with open(path, "rb") as f:
             raw = tomllib.load(f)
     except FileNotFoundError:
-        raise ConfigurationError(f"job config {where} does not exist (start from "
-                                 f"conf/job.example.toml)") from None
+        raise ConfigurationError(f"job config {where} does not exist (start from the example: "
+                                 f"{EXAMPLE_COMMAND})") from None
     except OSError as e:
         raise ConfigurationError(f"job config {where} cannot be read: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
@@ -428,17 +449,24 @@ def _session(cfg: JobConfig):
         os.environ["PYSPARK_PYTHON"] = worker_python() if master.startswith("local") \
             else sys.executable
     b = SparkSession.builder.appName(cfg.query_name or "binlog-cdc-job").master(master)
-    for k, v in session_settings(cfg).items():
+    settings = session_settings(cfg)
+    if master.startswith("local") and "spark.driver.extraJavaOptions" not in settings:
+        from streaming.local_spark import quiet_start
+        settings.update(quiet_start())
+    for k, v in settings.items():
         b = b.config(k, v)
     spark = b.getOrCreate()
     quiet_query_errors(spark)
     return spark, True
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m streaming.job", description=__doc__.split(
-        "\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("config", help="the job's TOML file (see conf/job.example.toml)")
+def build_parser() -> argparse.ArgumentParser:
+    from cdc.cli.entry import add_entry_arguments
+    ap = argparse.ArgumentParser(prog="python3 -m streaming.job", description=DESCRIPTION,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("config", nargs="?", help="the job's TOML file")
+    ap.add_argument("--example", action="store_true",
+                    help="print the example config (commented) and exit")
     ap.add_argument("--available-now", action="store_true",
                     help="drain what the binlog holds now, then stop (overrides [stream] trigger)")
     ap.add_argument("--traceback", action="store_true",
@@ -446,7 +474,20 @@ def main(argv=None) -> int:
     ap.add_argument("--check", action="store_true",
                     help="check the source and the config (binlog-cdc check: one line per "
                          "check), then exit: 2 when a check FAILs, else 0")
+    add_entry_arguments(ap, "binlog-cdc job")
+    return ap
+
+
+def main(argv=None) -> int:
+    from cdc.cli.entry import configure_logging
+    ap = build_parser()
     args = ap.parse_args(argv)
+    if args.example:
+        sys.stdout.write(EXAMPLE.read_text())
+        return 0
+    if args.config is None:
+        ap.error(f"give the job's config file (start from the example: {EXAMPLE_COMMAND})")
+    configure_logging(args)
     from streaming.apps.runtime import StopSignals, cdc_error, report_failure
     if args.check:
         return _check_only(args.config)

@@ -24,12 +24,13 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
 import cdc.errors
+from cdc.checkpoint import committed_offset
 from cdc.errors import CdcError
 
-__all__ = ["cdc_error", "failure_summary", "report_failure", "Batches", "is_real_batch", "offset_text",
+__all__ = ["cdc_error", "failure_summary", "report_failure", "Batches", "batch_offsets",
+           "is_real_batch", "offset_text",
            "committed_offset", "StopSignals", "stop_between_batches", "QueryEndedError",
            "raise_if_failed", "quiet_query_errors"]
 
@@ -119,6 +120,16 @@ def _offset(value) -> dict | None:
     return d if isinstance(d, dict) else None
 
 
+def batch_offsets(progress: dict) -> tuple[dict | None, dict | None]:
+    """(start, end) offsets of the binlog-cdc source in a progress event (None: not there;
+    the start of a query's first batch is None)."""
+    for s in progress.get("sources") or []:
+        start, end = _offset(s.get("startOffset")), _offset(s.get("endOffset"))
+        if end is not None and "file" in end:
+            return start, end
+    return None, None
+
+
 def is_real_batch(progress: dict) -> bool:
     """True for a micro-batch that ran: it read rows, or it moved a source's offset (a batch of
     filtered-out transactions, the first batch). An idle progress event (no new data: Spark
@@ -167,25 +178,6 @@ def offset_text(offset: dict | None) -> str:
         text = f"{offset['file']}:{offset['pos']}"
         return f"{text} (GTID {offset['gtid']})" if offset.get("gtid") else text
     return json.dumps(offset)
-
-
-def committed_offset(checkpoint: str) -> dict | None:
-    """The source offset of the last batch committed in a local *checkpoint* directory (the
-    ``offsets/<n>`` entry of the highest ``commits/<n>``), None when there is none or the
-    checkpoint is not a local directory."""
-    root = Path(checkpoint[len("file:"):] if checkpoint.startswith("file:") else checkpoint)
-    try:
-        ids = [int(p.name) for p in (root / "commits").iterdir() if p.name.isdigit()]
-        if not ids:
-            return None
-        lines = (root / "offsets" / str(max(ids))).read_text().splitlines()
-    except (OSError, ValueError):
-        return None
-    for line in reversed(lines):
-        d = _offset(line.strip())
-        if d is not None and "file" in d:
-            return d
-    return None
 
 
 # --- stopping ----------------------------------------------------------------------------------

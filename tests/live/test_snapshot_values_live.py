@@ -290,8 +290,8 @@ def _check_table(world, decoder, client, name):
                               f"e.g. " + " | ".join(m[:3]) for n, m in bad.items())
     # the JSON images: row_json and the compiled renderers (each side with its own columns)
     keys = sorted(binlog)
-    want_json = [row_json(names, binlog[k]) for k in keys]
-    assert [row_json(names, snap[k]) for k in keys] == want_json
+    want_json = [row_json(names, binlog[k], tmap_cols) for k in keys]
+    assert [row_json(names, snap[k], defs) for k in keys] == want_json
     assert compile_json_renderer(defs, names)([snap[k] for k in keys]) == want_json
     assert compile_json_renderer(tmap_cols, names)([binlog[k] for k in keys]) == want_json
 

@@ -8,7 +8,7 @@ from cdc.binlog.xa import Prepared
 from cdc.positions import Position
 from streaming.planning import (Boundary, Chunk, after_anchor, choose, decided_in,
                                 delivered_before, delivers_nothing, holds_quiet, lag_report,
-                                mysql_skip_set, need_scan, plan_chunks, quiet_until)
+                                need_scan, plan_chunks, quiet_until, skip_set)
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 F1, F2, F3 = "mysql-bin.000001", "mysql-bin.000002", "mysql-bin.000003"
@@ -108,12 +108,12 @@ class _Tx:
 
 def test_mysql_transactions_delivered_before_are_skipped():
     p = Position(F1, 4, GtidSet.parse(f"{UUID}:1-10:12-13"))
-    skip = mysql_skip_set(p)
+    skip = skip_set(p)
     assert delivered_before(skip, _Tx(f"{UUID}:12"))
     assert not delivered_before(skip, _Tx(f"{UUID}:11"))
     assert not delivered_before(skip, _Tx(None))
-    assert mysql_skip_set(Position(F1, 4)) is None
-    assert mysql_skip_set(Position(F1, 4, GtidSet.parse(""))) is None
+    assert skip_set(Position(F1, 4)) is None
+    assert skip_set(Position(F1, 4, GtidSet.parse(""))) is None
     assert not delivered_before(None, _Tx(f"{UUID}:12"))
 
 
