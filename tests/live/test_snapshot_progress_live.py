@@ -1,7 +1,7 @@
 """Snapshot progress against MariaDB 10.11, 11.8 and MySQL 9.7 and local Spark: what each
 micro-batch's progress reports (tables, chunks, rows done and in all, rows/s, ETA) is checked
-against the real table sizes, the rows the batches delivered and the tasks they ran; a maxEventsPerTrigger-sized batch
-is read by at least two tasks (both cores)."""
+against the real table sizes, the rows the batches delivered and the tasks they ran; a
+maxEventsPerTrigger-sized batch is read by at least two tasks (both cores)."""
 
 from __future__ import annotations
 
