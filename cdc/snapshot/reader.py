@@ -45,6 +45,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import re
 import time
 from typing import Iterator, NamedTuple, Sequence
 
@@ -56,7 +57,7 @@ from cdc.snapshot.plan import SnapshotTable, quote_name, range_condition
 from cdc.snapshot.values import SESSION_SQL, raw_connect_kwargs, row_converter, select_list
 
 __all__ = ["ChunkPosition", "SnapshotChunkReader", "connect_for_snapshot", "snapshot_client",
-           "CLIENTS"]
+           "owned_gtids", "CLIENTS"]
 
 log = logging.getLogger("cdc.snapshot")
 
@@ -141,6 +142,27 @@ def connect_for_snapshot(config: ReplicaConfig, client: str | None = None):
         conn.close()
         raise
     return conn
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def owned_gtids(text: str) -> set:
+    """``{(uuid, tag, gno)}`` of ``@@GLOBAL.gtid_owned`` (``uuid[:tag]:gno#thread:gno#thread``
+    per source; MySQL 9.7 writes the sources one after the other without a separator, so they
+    are found by their UUIDs)."""
+    marks = list(_UUID.finditer(text))
+    out = set()
+    for i, m in enumerate(marks):
+        body = text[m.end():marks[i + 1].start() if i + 1 < len(marks) else len(text)]
+        tag = ""
+        for part in body.split(":"):
+            part = part.strip(", \n")
+            if "#" in part:
+                out.add((m.group().lower(), tag, part.partition("#")[0]))
+            elif part:
+                tag = part
+    return out
 
 
 def _client_errors() -> tuple:
@@ -236,9 +258,8 @@ class SnapshotChunkReader:
             time.sleep(random.uniform(0, 0.001 * self.attempts))   # out of step with writers
 
     def _owners(self) -> set | None:
-        """Who owns a GTID now: ``(uuid, tag, "gno#thread")`` of ``@@GLOBAL.gtid_owned``, and
-        ``"anonymous"`` while anonymous transactions are under way; None: the server cannot
-        tell."""
+        """The GTIDs owned now (:func:`owned_gtids`), and ``"anonymous"`` while anonymous
+        transactions are under way; None: the server cannot tell."""
         import pymysql
         try:
             owned, mode = self._query("SELECT @@GLOBAL.gtid_owned, @@GLOBAL.gtid_mode")[0]
@@ -246,15 +267,7 @@ class SnapshotChunkReader:
             if e.args and e.args[0] == _UNKNOWN_SYSTEM_VARIABLE:
                 return None
             raise
-        out: set = set()
-        for group in str(owned or "").split(","):
-            uuid, *parts = group.strip().split(":")
-            tag = ""
-            for part in parts:
-                if "#" in part:
-                    out.add((uuid, tag, part))
-                else:
-                    tag = part
+        out: set = owned_gtids(str(owned or ""))
         if str(mode).upper() != "ON":
             rows = self._query("SHOW GLOBAL STATUS LIKE 'Ongoing_anonymous_transaction_count'")
             if not rows:
