@@ -25,9 +25,11 @@ Each chunk is one short transaction (``START TRANSACTION WITH CONSISTENT SNAPSHO
   :data:`SETTLE_SECONDS` (a session with ``SET GTID_NEXT`` and an open transaction), or a server
   without ``gtid_owned``, gives that position with 2. unproven (logged).
 
-A position that is not exact loses and duplicates nothing: the stream applies the changes from
-the snapshot's start ``P0`` (``<= E``) after the snapshot rows, and a change the chunk already
-holds writes the same image again. An exact one makes a snapshot row's ``seq`` sort after every
+A position that is not exact (2. proven) loses and duplicates nothing: the stream applies the
+changes from the snapshot's start ``P0`` (``<= E``) after the snapshot rows, and a change the
+chunk already holds writes the same image again. With 2. unproven, a transaction still
+committing when the chunk started could be missing from it, and from the stream too if it was
+written before ``P0``, read well before any chunk starts. An exact one makes a snapshot row's ``seq`` sort after every
 change it holds and before every change it does not (``source.pos`` says what the row holds).
 
 Rows arrive as the server stores them (no client conversion) and are converted by
@@ -65,7 +67,7 @@ CLIENTS = ("mysqlclient", "pymysql")
 CLIENT_ENV = "BINLOG_CDC_SNAPSHOT_CLIENT"
 
 ATTEMPTS = 20            # tries of the bracketed snapshot before a position that is not exact
-SETTLE_SECONDS = 1.0     # how long a try waits for the binlog's transactions to commit
+SETTLE_SECONDS = 1.0     # how long a chunk waits for the binlog's transactions to commit
 
 _UNKNOWN_SYSTEM_VARIABLE = 1193
 _START = "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"
