@@ -313,6 +313,16 @@ class EmbeddedMariaDB:
         with contextlib.suppress(Exception):
             conn.close()
 
+    def seq_table(self, last: int, first: int = 1) -> str:
+        """A table expression of the integers first..last in column ``seq``, for
+        ``INSERT ... SELECT`` test data (MariaDB's sequence engine)."""
+        return f"seq_{int(first)}_to_{int(last)}"
+
+    def gtid_executed(self) -> str:
+        """Every transaction the server has binlogged, in its own GTID notation
+        (``@@gtid_binlog_pos`` here, ``@@gtid_executed`` on MySQL)."""
+        return str(self.execute("SELECT @@GLOBAL.gtid_binlog_pos")[0][0])
+
     # --- binlog helpers -------------------------------------------------------------------
 
     def binlog_files(self) -> list[Path]:
@@ -434,7 +444,8 @@ class EmbeddedMariaDB:
                     f"{_INSTALL_HINT}")
             base = [found]
         cmd = [base[0], "--no-defaults", *base[1:], f"--datadir={self._datadir}",
-               "--auth-root-authentication-method=normal", "--skip-test-db"]
+               f"--tmpdir={self._tmpdir()}", "--auth-root-authentication-method=normal",
+               "--skip-test-db"]
         if _is_root():
             cmd.append("--user=root")
         return cmd
@@ -464,6 +475,7 @@ class EmbeddedMariaDB:
             "port": self._port,
             "socket": self._socket,
             "pid_file": self.pid_file,
+            "tmpdir": self._tmpdir(),
             "log_error": self.error_log,
             "log_bin": self.log_bin_path,
             "binlog_format": "ROW",
@@ -489,6 +501,13 @@ class EmbeddedMariaDB:
 
     def _share_name(self) -> str:
         return "mariadb"
+
+    def _tmpdir(self) -> Path:
+        """The server's own temporary directory: a server starting up removes the ``#sql*``
+        files it finds in its tmpdir, which in a shared /tmp may be another server's."""
+        tmp = self.basedir / "tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        return tmp
 
     def _write_cnf(self) -> None:
         lines = [f"# written by cdc.embedded.{type(self).__name__}", "[mysqld]"]
@@ -661,7 +680,8 @@ class EmbeddedMySQL(EmbeddedMariaDB):
         return found
 
     def _install_command(self, mysqld: str) -> list[str]:
-        cmd = [mysqld, "--no-defaults", "--initialize-insecure", f"--datadir={self._datadir}"]
+        cmd = [mysqld, "--no-defaults", "--initialize-insecure", f"--datadir={self._datadir}",
+               f"--tmpdir={self._tmpdir()}"]
         if self.root is not None:
             cmd += [f"--basedir={self.root / 'run'}",
                     f"--lc-messages-dir={self.root / 'run' / 'share' / 'mysql'}"]
@@ -691,6 +711,16 @@ class EmbeddedMySQL(EmbeddedMariaDB):
     def _share_name(self) -> str:
         return "mysql"
 
+    def seq_table(self, last: int, first: int = 1) -> str:
+        """The integers first..last in column ``seq`` (MySQL has no sequence engine: a
+        JSON_TABLE)."""
+        first, n = int(first), int(last) - int(first) + 1
+        return (f"(SELECT o + {first - 1} AS seq FROM JSON_TABLE(CONCAT('[', REPEAT('0,', "
+                f"{n - 1}), '0]'), '$[*]' COLUMNS (o FOR ORDINALITY)) AS jt) AS seq_{first}_{n}")
+
+    def gtid_executed(self) -> str:
+        return str(self.execute("SELECT @@GLOBAL.gtid_executed")[0][0]).replace("\n", "")
+
     def _options(self) -> dict[str, Any]:
         opts: dict[str, Any] = {
             "datadir": self._datadir,
@@ -698,6 +728,7 @@ class EmbeddedMySQL(EmbeddedMariaDB):
             "port": self._port,
             "socket": self._socket,
             "pid_file": self.pid_file,
+            "tmpdir": self._tmpdir(),
             "log_error": self.error_log,
             "log_bin": self.log_bin_path,
             "binlog_format": "ROW",

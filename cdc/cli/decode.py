@@ -14,6 +14,7 @@ from cdc.cli.args import patterns
 from cdc.cli.changes import change_json
 from cdc.values.render import mysqlbinlog_rows
 from cdc.binlog.transactions import TableFilter, TransactionAssembler
+from cdc.binlog.xa import COMMIT
 
 
 def _ts(t: int) -> str:
@@ -93,6 +94,11 @@ def cmd_decode(args) -> int:
             if tx is not None:
                 for change in tx.changes():
                     out.write(change_json(change) + "\n")
+                if tx.xa is not None and tx.xa.missing and tx.xa.action == COMMIT:
+                    sys.stderr.write(f"binlog-cdc decode: the XA COMMIT of {tx.xa.xid} at "
+                                     f"{tx.file}:{tx.pos} commits a transaction prepared before "
+                                     f"the files read: its changes are not printed (decode from "
+                                     f"an earlier file)\n")
     if args.progress:
         sys.stderr.write("\n")
     return 0

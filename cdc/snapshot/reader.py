@@ -29,8 +29,9 @@ A position that is not exact (2. proven) loses and duplicates nothing: the strea
 changes from the snapshot's start ``P0`` (``<= E``) after the snapshot rows, and a change the
 chunk already holds writes the same image again. With 2. unproven, a transaction still
 committing when the chunk started could be missing from it, and from the stream too if it was
-written before ``P0``, read well before any chunk starts. An exact one makes a snapshot row's ``seq`` sort after every
-change it holds and before every change it does not (``source.pos`` says what the row holds).
+written before ``P0``, read well before any chunk starts. An exact position makes a snapshot
+row's ``seq`` sort after every change it holds and before every change it does not
+(``source.pos`` says what the row holds).
 
 Rows arrive as the server stores them (no client conversion) and are converted by
 :func:`cdc.snapshot.values.row_converter` into the values the binlog decoder gives.

@@ -25,7 +25,6 @@ from deltalake import DeltaTable  # noqa: E402
 
 from streaming.delta import DeltaUpserter  # noqa: E402
 
-from support.numbers import seq_rows  # noqa: E402
 from support.processes import DELTA_JOB, kill_group, run_to_end, start_job  # noqa: E402
 from support.spark_support import source_options  # noqa: E402
 
@@ -43,11 +42,11 @@ def _create(mariadb, db: str, rows: int) -> None:
     mariadb.execute(
         f"INSERT INTO orders SELECT seq * 2, seq % 97, seq / 100, ELT(1 + seq % 3, 'new', "
         f"'paid', 'shipped'), CONCAT('n', seq), '2024-01-01 00:00:00.123' + INTERVAL seq SECOND "
-        f"FROM {seq_rows(rows)}", database=db)
+        f"FROM {mariadb.seq_table(rows)}", database=db)
     mariadb.execute("INSERT INTO tags SELECT CONCAT('t', seq % 7), seq, REPEAT('x', seq % 5) "
-                    f"FROM {seq_rows(300)}", database=db)
-    mariadb.execute(f"INSERT INTO loose SELECT seq, CONCAT('l', seq) FROM {seq_rows(50)}",
-                    database=db)
+                    f"FROM {mariadb.seq_table(300)}", database=db)
+    mariadb.execute("INSERT INTO loose SELECT seq, CONCAT('l', seq) "
+                    f"FROM {mariadb.seq_table(50)}", database=db)
 
 
 def _rows(mariadb, db: str, table: str, order: str) -> list[tuple]:

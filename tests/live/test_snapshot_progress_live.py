@@ -11,7 +11,6 @@ import pytest
 
 pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.servers()]
 
-from support.numbers import seq_rows  # noqa: E402
 from support.spark_support import source_options  # noqa: E402
 
 
@@ -21,11 +20,11 @@ def _create(mariadb, db: str) -> dict:
     mariadb.execute("CREATE TABLE tags (name VARCHAR(20) NOT NULL, n INT NOT NULL, "
                     "UNIQUE KEY (name, n))", database=db)
     mariadb.execute("CREATE TABLE loose (a INT)", database=db)          # no key: one chunk
-    mariadb.execute(f"INSERT INTO orders SELECT seq * 3, CONCAT('n', seq) FROM {seq_rows(3000)}",
-                    database=db)
-    mariadb.execute(f"INSERT INTO tags SELECT CONCAT('t', seq % 7), seq FROM {seq_rows(300)}",
-                    database=db)
-    mariadb.execute(f"INSERT INTO loose SELECT seq FROM {seq_rows(50)}", database=db)
+    mariadb.execute("INSERT INTO orders SELECT seq * 3, CONCAT('n', seq) "
+                    f"FROM {mariadb.seq_table(3000)}", database=db)
+    mariadb.execute("INSERT INTO tags SELECT CONCAT('t', seq % 7), seq "
+                    f"FROM {mariadb.seq_table(300)}", database=db)
+    mariadb.execute(f"INSERT INTO loose SELECT seq FROM {mariadb.seq_table(50)}", database=db)
     # no ANALYZE TABLE: TABLE_ROWS of these new tables may be anything (often 0); tables
     # estimated below 100,000 rows are counted
     return {f"{db}.{t}": n for t, n in (("loose", 50), ("orders", 3000), ("tags", 300))}

@@ -22,8 +22,6 @@ from cdc.snapshot import reader as reader_module
 from cdc.snapshot.plan import describe_table, next_bound
 from cdc.snapshot.reader import CLIENTS, SnapshotChunkReader, connect_for_snapshot
 
-from support.numbers import seq_rows
-
 pytestmark = [pytest.mark.server, pytest.mark.servers()]
 
 
@@ -74,7 +72,8 @@ def test_both_clients_read_every_row_once_with_the_same_values(mariadb, db):
                     "amount DECIMAL(20,6), note VARCHAR(20), PRIMARY KEY (k, at))", database=db)
     mariadb.execute("INSERT INTO t SELECT UNHEX(LPAD(HEX(seq % 5), 2, '0')), "
                     "'2024-01-01 00:00:00.001' + INTERVAL seq SECOND, seq / 7, "
-                    f"IF(seq % 4, CONCAT('é', seq), NULL) FROM {seq_rows(103)}", database=db)
+                    f"IF(seq % 4, CONCAT('é', seq), NULL) FROM {mariadb.seq_table(103)}",
+                    database=db)
     config = _config(mariadb)
     got = {}
     for c in CLIENTS:
@@ -148,7 +147,8 @@ def test_chunk_positions_are_exact_under_a_concurrent_writer(mariadb, db):
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(10))",
                     database=db)
     start = mariadb.current_position()
-    mariadb.execute(f"INSERT INTO t SELECT seq * 2, seq, 'n' FROM {seq_rows(200)}", database=db)
+    mariadb.execute(f"INSERT INTO t SELECT seq * 2, seq, 'n' FROM {mariadb.seq_table(200)}",
+                    database=db)
     config = _config(mariadb, table_filter=TableFilter([f"{db}.t"]))
     TRIES.clear()
     stop, writes, chunks = threading.Event(), [], []
@@ -188,7 +188,8 @@ def test_a_transaction_owning_its_gtid_holds_the_chunk_back(server, mariadb_fact
     mariadb.execute(f"CREATE DATABASE {db}")
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(10))",
                     database=db)
-    mariadb.execute(f"INSERT INTO t SELECT seq, seq, 'n' FROM {seq_rows(10)}", database=db)
+    mariadb.execute(f"INSERT INTO t SELECT seq, seq, 'n' FROM {mariadb.seq_table(10)}",
+                    database=db)
     uuid = mariadb.execute("SELECT @@GLOBAL.server_uuid")[0][0]
     gno = 1000
     owner = mariadb.connect(database=db)
