@@ -757,9 +757,7 @@ class EmbeddedMySQL(EmbeddedMariaDB):
         return opts
 
     def _grants(self) -> str:
-        # log_status (a chunk's exact binlog position) needs BACKUP_ADMIN
-        return ("REPLICATION SLAVE, REPLICATION CLIENT, SELECT, RELOAD, PROCESS, "
-                "SHOW DATABASES, BACKUP_ADMIN")
+        return "REPLICATION SLAVE, REPLICATION CLIENT, SELECT, RELOAD, PROCESS, SHOW DATABASES"
 
 
 # --- tie the server's life to ours (Linux) -----------------------------------------------------

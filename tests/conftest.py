@@ -412,6 +412,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     elif names is not None and "embedded" in metafunc.fixturenames:
         metafunc.parametrize("embedded", selected_servers(names), indirect=True,
                              scope="session")
+    elif names is not None and "mariadb_factory" in metafunc.fixturenames:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid} is marked servers and uses "
+                                f"mariadb_factory: take the fixture server (or mariadb, db) "
+                                f"too, else its servers are all MariaDB 10.11")
     if metafunc.definition.path.stem in ROW_DECODER_MODULES:
         metafunc.parametrize("row_decoder", ["c", "python"], indirect=True)
 

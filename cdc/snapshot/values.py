@@ -43,8 +43,9 @@ CHAR/VARCHAR/TEXT/JSON  the stored bytes decoded with the column's collation by
 BINARY(n), UUID, INET6, selected as ``CAST(col AS BINARY)``: their stored binary form (BINARY(n)
 INET4                   already padded to n with ``\\0``; UUID/INET6/INET4 print as text otherwise)
 VARBINARY / BLOB        the bytes
-ENUM / SET              selected as ``col + 0`` (the member number / bit mask, whatever the
-                        charset) -> the member name(s) from the column's members, like the
+ENUM / SET              selected as ``col | 0`` (the member number / bit mask, whatever the
+                        charset; ``col + 0`` is a double on MySQL, and negative on MariaDB for
+                        masks >= 2^63) -> the member name(s) from the column's members, like the
                         binlog decoder (``""`` for the empty ENUM value; the number when the
                         ColumnDef has no members)
 GEOMETRY                ``Geometry(srid, wkb)``: the server sends its internal form, 4-byte
@@ -124,7 +125,7 @@ def column_expression(col: ColumnDef) -> str:
     if rt in _FLOATS:
         expr = f"{q} - 0e0"
     elif rt in _MEMBERS:
-        expr = f"{q} + 0"
+        expr = f"{q} | 0"
     elif rt == T.STRING and _collation(col) == BINARY_COLLATION:
         expr = f"CAST({q} AS BINARY)"
     else:

@@ -164,7 +164,7 @@ def test_binlog_snapshot_copies_closed_files(mariadb, db, binlog_snapshot):
     assert again[0].parent != copies[0].parent and len(again) == len(copies) + 1
 
 
-def test_restart_keeps_binlogs_kill_recovers_and_stop_is_idempotent(tmp_path,
+def test_restart_keeps_binlogs_kill_recovers_and_stop_is_idempotent(server, tmp_path,
                                                                     mariadb_factory):
     server = mariadb_factory(basedir=tmp_path / "m", server_id=7,
                              extra_options={"max-connections": 33, "binlog_checksum": "NONE"})
