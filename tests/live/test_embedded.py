@@ -203,7 +203,7 @@ def test_restart_keeps_binlogs_kill_recovers_and_stop_is_idempotent(server, tmp_
 
 @pytest.mark.servers("mariadb-10.11")
 def test_missing_mariadbd_is_a_configuration_error(monkeypatch, tmp_path):
-    monkeypatch.setattr(embedded, "find_executable", lambda *a, **k: None)
+    monkeypatch.setattr(embedded.mariadb, "find_executable", lambda *a, **k: None)
     server = EmbeddedMariaDB(tmp_path)
     with pytest.raises(ConfigurationError, match="apt-get install mariadb-server"):
         server.start()
