@@ -30,7 +30,8 @@ from typing import Callable
 from cdc.binlog.constants import ColumnType as T
 from cdc.binlog.files import (DEFAULT_CHARSET, apply_default_charset, charset_columns,
                               collation_for_charset)
-from cdc.errors import CdcError, ConfigurationError, SchemaError
+from cdc.errors import CdcError, ConfigurationError, SchemaError, is_transient
+from cdc.replica.protocol import parse_server_version
 from cdc.schema.columns import (CODES, ServerColumn, describe_columns, describe_table_map,
                                 shape_problems)
 from cdc.schema.history import Unknown
@@ -95,8 +96,7 @@ def server_default(text, extra=None, version=None, data_type: str = "") -> tuple
         return None
     text = _text(text)
     extra = _text(extra or "")
-    mariadb = "mariadb" in _text(version or "").lower()
-    if mariadb:
+    if parse_server_version(_text(version or "")).is_mariadb:
         if text == "NULL":
             return None
         if len(text) >= 2 and text[0] == "'" and text[-1] == "'":
@@ -121,10 +121,11 @@ def server_default(text, extra=None, version=None, data_type: str = "") -> tuple
 
 def read_columns(query: Callable, schema: str, table: str) -> list[ServerColumn]:
     """The columns of ``schema.table`` from information_schema (``[]``: not visible), ENUM/SET
-    members the server's metadata garbled recovered from the table's rows
-    (:func:`recover_members`)."""
-    out = [server_column(row) for row in query(COLUMNS_SQL, (schema, table))]
-    return recover_members(query, schema, table, out)
+    members the server's metadata garbled recovered from the server's values
+    (:func:`recover_members`).  What every reader of one table's columns goes through."""
+    rows = list(query(COLUMNS_SQL, (schema, table)))
+    out = [server_column(row) for row in rows]
+    return recover_members(query, schema, table, out, rows[-1][-1] if rows else "")
 
 
 # --- ENUM/SET members information_schema garbles ---------------------------------------------------
@@ -132,9 +133,11 @@ def read_columns(query: Callable, schema: str, table: str) -> list[ServerColumn]
 # MariaDB and MySQL keep ENUM/SET member names in utf8mb3 metadata: a member with a 4-byte
 # character (an emoji in a utf8mb4 column) reads '?' in information_schema and SHOW CREATE TABLE
 # alike, while the table's own values carry the real name. Without binlog_row_metadata=FULL (the
-# binlog then carries the names) binlog-cdc asks for the values themselves: on MariaDB (10.3+) a
-# compound statement with variables of the column's own type (``TYPE OF db.t.col``: SELECT
-# privilege only) set to each member number; elsewhere rows of the table holding the member.
+# binlog then carries the names) binlog-cdc asks for the values themselves, the way the server's
+# flavour allows: on MariaDB (10.3+) a compound statement with variables of the column's own type
+# (``TYPE OF db.t.col``: SELECT privilege only) set to each member number, which reads every
+# member; on MySQL (no such statement, and no other way to a member's value without a row holding
+# it) rows of the table holding the member.
 
 _FOUR_BYTE_CHARSETS = frozenset({"utf8mb4", "utf16", "utf16le", "utf32", "gb18030"})
 _LOOKUP_SECONDS = 5
@@ -157,18 +160,21 @@ def _text(v) -> str:
     return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
 
 
-def recover_members(query: Callable, schema: str, table: str,
-                    columns: list[ServerColumn]) -> list[ServerColumn]:
+def recover_members(query: Callable, schema: str, table: str, columns: list[ServerColumn],
+                    version) -> list[ServerColumn]:
     """*columns* with the ENUM/SET members information_schema shows with ``?`` (where a 4-byte
-    character may have been) read from the server's values (see above). A member that cannot be
-    read stays as the server describes it, with a warning recommending
-    ``binlog_row_metadata=FULL``."""
+    character may have been) read from the server's values (see above); *version*: the server's
+    ``VERSION()`` text (its flavour chooses how). A member that cannot be read stays as the
+    server describes it, with a warning recommending ``binlog_row_metadata=FULL``."""
     lost = {k: _lost(s) for k, s in enumerate(columns)}
     lost = {k: v for k, v in lost.items() if v}
     if not lost:
         return columns
     where = _quote_name(schema) + "." + _quote_name(table)
-    found = _anchored_members(query, where, columns, lost)
+    info = parse_server_version(_text(version or ""))
+    found = None
+    if info.is_mariadb and info.version >= (10, 3, 0):
+        found = _anchored_members(query, where, columns, lost)
     if found is None:
         found = {k: _member_rows(query, where, columns[k], idx) for k, idx in lost.items()}
     out = list(columns)
@@ -189,9 +195,31 @@ def recover_members(query: Callable, schema: str, table: str,
     return out
 
 
+def _lookup(query: Callable, sql: str, what: str) -> list | None:
+    """The rows of one member lookup; None when the server refused it (a missing privilege, a
+    timeout: the members stay as information_schema shows them). A lost connection is raised,
+    whatever client *query* runs on."""
+    try:
+        return query(sql, None)
+    except Exception as e:
+        if is_transient(e) or not _server_error(e):
+            raise
+        log.debug("reading ENUM/SET members %s failed: %s", what, e)
+        return None
+
+
+def _server_error(e: Exception) -> bool:
+    """Whether *e* is an error the server answered a statement with (a binlog-cdc error, or the
+    PyMySQL error of a plain connection)."""
+    if isinstance(e, CdcError):
+        return True
+    import pymysql
+    return isinstance(e, pymysql.err.MySQLError)
+
+
 def _anchored_members(query: Callable, where: str, columns, lost) -> dict | None:
     """MariaDB: ``{column index: {member index: name}}`` from variables of the columns' own types
-    set to each member number (one compound statement); None where that is not supported."""
+    set to each member number (one compound statement); None if the server refused it."""
     declare, assign, pick = [], [], []
     for k, idx in lost.items():
         col = where + "." + _quote_name(columns[k].name)
@@ -202,11 +230,7 @@ def _anchored_members(query: Callable, where: str, columns, lost) -> dict | None
             pick.append((k, i, var))
     sql = ("BEGIN NOT ATOMIC " + " ".join(declare) + " SET " + ", ".join(assign) + "; SELECT "
            + ", ".join(var for _k, _i, var in pick) + "; END")
-    try:
-        rows = query(sql, None)
-    except CdcError as e:
-        log.debug("reading ENUM/SET members through TYPE OF variables failed: %s", e)
-        return None
+    rows = _lookup(query, sql, "through TYPE OF variables")
     if not rows or len(rows[0]) != len(pick):
         return None
     found: dict = {}
@@ -225,11 +249,7 @@ def _member_rows(query: Callable, where: str, s: ServerColumn, lost: list[int]) 
         cond = f"{col} & {sum(1 << i for i in lost)}"
     sql = (f"SELECT /*+ MAX_EXECUTION_TIME({_LOOKUP_SECONDS * 1000}) */ DISTINCT {col}+0, {col} "
            f"FROM {where} WHERE {cond} LIMIT 256")
-    try:
-        rows = query(sql, None)
-    except CdcError as e:
-        log.debug("reading ENUM/SET members from rows failed: %s", e)
-        return {}
+    rows = _lookup(query, sql, "from rows") or []
     found = {}
     for number, text in rows:
         if number is None or text is None:

@@ -185,8 +185,9 @@ def test_changed_table_is_a_schema_error(old_server):
 def test_enum_set_members_with_4_byte_characters(old_server, caplog):
     """information_schema (and SHOW CREATE TABLE) show a member with a 4-byte character as '?'
     (utf8mb3 metadata): the members are read from the server's values instead -- on MariaDB
-    through TYPE OF variables even when no row holds them any more; where that statement is not
-    available (MySQL), from rows that hold them, and a member no row holds is a warning."""
+    through TYPE OF variables even when no row holds them any more; where the server refuses that
+    statement, from rows that hold them (MySQL's way: tests/live/test_enum_members_live.py), and
+    a member no row holds is a warning."""
     from cdc.replica.metadata import read_columns
 
     db = "emoji"
@@ -213,7 +214,7 @@ def test_enum_set_members_with_4_byte_characters(old_server, caplog):
         assert cols["e"].members == ["a😀", "?", "b'q", "ü𝄞"]
         assert cols["s"].members == ["x😀", "y", "🐍z"]
 
-        # without TYPE OF variables (MySQL): rows holding the members, the rest a warning
+        # TYPE OF variables refused: rows holding the members, the rest a warning
         from cdc.errors import CdcError
 
         def no_compound(sql, args):
