@@ -115,13 +115,13 @@ def server_root(name: str) -> Path:
 
 def embedded_server(name: str, **kwargs: Any) -> "EmbeddedMariaDB":
     """A new (not yet started) embedded server of one of :data:`SERVERS`."""
+    if name not in SERVERS:
+        raise ConfigurationError(f"unknown embedded server {name!r}; one of {', '.join(SERVERS)}")
     if name == "mariadb-10.11":
         return EmbeddedMariaDB(**kwargs)
     if name.startswith("mariadb-"):
         return EmbeddedMariaDB(root=server_root(name), **kwargs)
-    if name.startswith("mysql-"):
-        return EmbeddedMySQL(root=server_root(name), **kwargs)
-    raise ConfigurationError(f"unknown embedded server {name!r}; one of {', '.join(SERVERS)}")
+    return EmbeddedMySQL(root=server_root(name), **kwargs)
 
 
 def _is_root() -> bool:
@@ -312,6 +312,16 @@ class EmbeddedMariaDB:
     def _close_quietly(conn: Any) -> None:
         with contextlib.suppress(Exception):
             conn.close()
+
+    def seq_table(self, last: int, first: int = 1) -> str:
+        """A table expression of the integers first..last in column ``seq``, for
+        ``INSERT ... SELECT`` test data (MariaDB's sequence engine)."""
+        return f"seq_{int(first)}_to_{int(last)}"
+
+    def gtid_executed(self) -> str:
+        """Every transaction the server has binlogged, in its own GTID notation
+        (``@@gtid_binlog_pos`` here, ``@@gtid_executed`` on MySQL)."""
+        return str(self.execute("SELECT @@GLOBAL.gtid_binlog_pos")[0][0])
 
     # --- binlog helpers -------------------------------------------------------------------
 
@@ -690,6 +700,16 @@ class EmbeddedMySQL(EmbeddedMariaDB):
 
     def _share_name(self) -> str:
         return "mysql"
+
+    def seq_table(self, last: int, first: int = 1) -> str:
+        """The integers first..last in column ``seq`` (MySQL has no sequence engine: a
+        JSON_TABLE)."""
+        first, n = int(first), int(last) - int(first) + 1
+        return (f"(SELECT o + {first - 1} AS seq FROM JSON_TABLE(CONCAT('[', REPEAT('0,', "
+                f"{n - 1}), '0]'), '$[*]' COLUMNS (o FOR ORDINALITY)) AS jt) AS seq_{first}_{n}")
+
+    def gtid_executed(self) -> str:
+        return str(self.execute("SELECT @@GLOBAL.gtid_executed")[0][0]).replace("\n", "")
 
     def _options(self) -> dict[str, Any]:
         opts: dict[str, Any] = {
