@@ -24,7 +24,7 @@ Query = Callable[..., list]
 
 #: The server variables the checks read (one SHOW GLOBAL VARIABLES).
 VARIABLES = ("log_bin", "binlog_format", "binlog_row_image", "binlog_checksum", "server_id",
-             "gtid_mode", "gtid_purged")
+             "gtid_mode", "gtid_purged", "binlog_legacy_event_pos")
 
 
 def server_variables(query: Query) -> dict[str, object]:

@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from cdc.binlog.files import read_events
+from cdc.binlog.events import TableMapEvent
+from cdc.binlog.files import BinlogFileReader, read_events
 from cdc.binlog.transactions import assemble
 from cdc.errors import ParseError, SchemaError
 from cdc.positions import Start
@@ -236,3 +237,25 @@ def test_enum_set_members_with_4_byte_characters(old_server, caplog):
     client.close()
     assert [(c.op, c.after or c.before) for c in changes][:3] == [
         ("c", (1, "a😀", "x😀,🐍z")), ("c", (2, "?", "y")), ("c", (3, "ü𝄞", "🐍z"))]
+
+
+@pytest.mark.servers("mariadb-11.8")
+def test_schema_error_names_the_table_maps_position(server, mariadb_factory, tmp_path):
+    """MariaDB 11.4+ writes end_log_pos 0 in the events of a transaction
+    (binlog_legacy_event_pos=OFF): their positions on a stream are still the real ones -- here in
+    the SchemaError of a table changed after its rows were written."""
+    server = mariadb_factory(extra_options={"binlog_row_metadata": "NO_LOG"})
+    server.execute("CREATE DATABASE changed")
+    server.execute("CREATE TABLE a (id INT PRIMARY KEY, s VARCHAR(9))", database="changed")
+    start = server.current_position()
+    server.execute("INSERT INTO a VALUES (1, 'x')", database="changed")
+    server.execute("ALTER TABLE a ADD COLUMN w INT", database="changed")
+    files = server.snapshot_binlogs(tmp_path / "binlogs", since_file=start[0])
+    maps = [ev for ev in BinlogFileReader(files).events()
+            if isinstance(ev, TableMapEvent) and ev.table.table == "a"]
+    client = _client(server, Start.at(*start))
+    with pytest.raises(SchemaError) as e:
+        for _tx in client.transactions():
+            pass
+    client.close()
+    assert f"at file {maps[0].file}, position {maps[0].pos} " in str(e.value)
