@@ -33,7 +33,7 @@ from cdc.binlog.files import (DEFAULT_CHARSET, apply_default_charset, charset_co
 from cdc.errors import CdcError, ConfigurationError, SchemaError, is_transient
 from cdc.replica.protocol import parse_server_version
 from cdc.schema.columns import (CODES, ServerColumn, describe_columns, describe_table_map,
-                                shape_problems)
+                                logged_type, may_hide_vectors, schema_types, shape_problems)
 from cdc.schema.history import Unknown
 from cdc.schema.sqltext import ddl_head
 from cdc.schema.tables import TableSchema
@@ -287,11 +287,11 @@ def _shape(columns) -> str:
 def check_shape(tmap, server: list[ServerColumn], where: str = "") -> None:
     """SchemaError unless *server*'s columns match the table map's count and type codes."""
     ok = len(server) == len(tmap.columns) and all(
-        c.real_type in CODES.get(s.data_type, frozenset({c.real_type}))
+        logged_type(c) in CODES.get(s.data_type, frozenset({logged_type(c)}))
         for c, s in zip(tmap.columns, server))
     if ok:
         return
-    binlog = _shape(type_info(c.real_type).name for c in tmap.columns)
+    binlog = _shape(type_info(logged_type(c)).name for c in tmap.columns)
     now = _shape(f"{s.name} {s.column_type}" for s in server)
     raise SchemaError(
         f"the TABLE_MAP of {tmap.qualified_name}{where} has {len(tmap.columns)} columns {binlog} "
@@ -323,6 +323,7 @@ def complete_table_map(tmap, server: list[ServerColumn]) -> None:
         tmap.primary_key = [i for i, s in enumerate(server) if s.primary_key]
         for i in tmap.primary_key:
             tmap.columns[i].primary_key = True
+    schema_types(tmap, server)                   # MariaDB's VECTOR columns
     tmap.apply_names([s.name for s in server])   # names where missing; new row plans
 
 
@@ -383,22 +384,44 @@ class TableMetadata:
         if h is None:
             if needs_metadata(tmap):
                 self._complete(tmap, file, position)
+            elif may_hide_vectors(tmap):
+                self._vectors(tmap)
         else:
             self._from_history(h, tmap, file, position, again=again, full=full)
         done[id(tmap)] = (tmap, generation, full)
 
-    def _complete(self, tmap, file, position) -> None:
+    def _server_columns(self, tmap) -> list[ServerColumn]:
+        """*tmap*'s table in information_schema now (read once per table and table-map shape)."""
         key = (tmap.schema, tmap.table)
         shape = tuple((c.type, c.meta) for c in tmap.columns)
         hit = self._tables.get(key)
         if hit is not None and hit[0] == shape:
-            server = hit[1]
-        else:
-            self.reads += 1
-            server = read_columns(self.query, *key)
-            if len(self._tables) > 4096:
-                self._tables.clear()
-            self._tables[key] = (shape, server)
+            return hit[1]
+        self.reads += 1
+        server = read_columns(self.query, *key)
+        if len(self._tables) > 4096:
+            self._tables.clear()
+        self._tables[key] = (shape, server)
+        return server
+
+    def _vectors(self, tmap) -> None:
+        """A table map with full metadata whose VARBINARY columns may be MariaDB VECTORs: their
+        types from information_schema now, if it has the table map's shape (else a warning)."""
+        server = self._server_columns(tmap)
+        if server and not shape_problems(tmap, server):
+            schema_types(tmap, server)
+            return
+        mark = ("vectors", tmap.schema, tmap.table)
+        if mark not in self._warned:
+            self._warned.add(mark)
+            log.warning("the TABLE_MAP of %s %s does not match information_schema %s: its "
+                        "VARBINARY columns decode as bytes, though a MariaDB VECTOR column would "
+                        "be a list of floats", tmap.qualified_name, describe_table_map(tmap),
+                        describe_columns(server))
+
+    def _complete(self, tmap, file, position) -> None:
+        key = (tmap.schema, tmap.table)
+        server = self._server_columns(tmap)
         if not server:
             if key not in self._warned:
                 self._warned.add(key)
@@ -415,14 +438,18 @@ class TableMetadata:
 
     def _from_history(self, h, tmap, file, position, *, again: bool, full: bool) -> None:
         needs = needs_metadata(tmap)
+        vectors = full and may_hide_vectors(tmap)
         if not h.seeded and self.seed is not None:
-            if not needs or not h.captured(tmap.schema, tmap.table):
+            if not (needs or vectors) or not h.captured(tmap.schema, tmap.table):
                 return      # nothing to complete (a FULL table map is cross-checked once seeded)
             self.seed(h)
         state, known = h.lookup(tmap.schema, tmap.table, file, position)
         if not known:
-            if h.captured(tmap.schema, tmap.table) and needs:
-                self._complete(tmap, file, position)
+            if h.captured(tmap.schema, tmap.table):
+                if needs:
+                    self._complete(tmap, file, position)
+                elif vectors:
+                    self._vectors(tmap)
             return
         where = f"at file {file}, position {position}"
         if isinstance(state, TableSchema):
@@ -439,6 +466,8 @@ class TableMetadata:
                                 tmap.qualified_name, where, state.origin,
                                 describe_table_map(tmap), describe_columns(columns),
                                 "; ".join(problems))
+                if not problems:
+                    schema_types(tmap, columns)     # MariaDB's VECTOR columns
                 if needs:   # FULL, but pre-5.6 temporals without their precision
                     self._complete(tmap, file, position) if problems else \
                         complete_table_map(tmap, columns)
@@ -465,6 +494,8 @@ class TableMetadata:
         if full:
             if needs:
                 self._complete(tmap, file, position)
+            elif vectors:
+                self._vectors(tmap)
             return
         why = state.describe() if isinstance(state, Unknown) else \
             "not there (dropped or renamed before this position)"
@@ -492,6 +523,8 @@ def _forget_completion(tmap) -> None:
         c.name = None
         c.enum_values = c.set_values = None
         c.primary_key = False
+        if c.real_type != logged_type(c):      # a MariaDB VECTOR (schema_types)
+            c.real_type, c.vector_dimensions = logged_type(c), None
         if bare:
             c.collation = None
             c.unsigned = False
