@@ -444,7 +444,8 @@ class EmbeddedMariaDB:
                     f"{_INSTALL_HINT}")
             base = [found]
         cmd = [base[0], "--no-defaults", *base[1:], f"--datadir={self._datadir}",
-               "--auth-root-authentication-method=normal", "--skip-test-db"]
+               f"--tmpdir={self._tmpdir()}", "--auth-root-authentication-method=normal",
+               "--skip-test-db"]
         if _is_root():
             cmd.append("--user=root")
         return cmd
@@ -474,6 +475,7 @@ class EmbeddedMariaDB:
             "port": self._port,
             "socket": self._socket,
             "pid_file": self.pid_file,
+            "tmpdir": self._tmpdir(),
             "log_error": self.error_log,
             "log_bin": self.log_bin_path,
             "binlog_format": "ROW",
@@ -499,6 +501,13 @@ class EmbeddedMariaDB:
 
     def _share_name(self) -> str:
         return "mariadb"
+
+    def _tmpdir(self) -> Path:
+        """The server's own temporary directory: a server starting up removes the ``#sql*``
+        files it finds in its tmpdir, which in a shared /tmp may be another server's."""
+        tmp = self.basedir / "tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        return tmp
 
     def _write_cnf(self) -> None:
         lines = [f"# written by cdc.embedded.{type(self).__name__}", "[mysqld]"]
@@ -671,7 +680,8 @@ class EmbeddedMySQL(EmbeddedMariaDB):
         return found
 
     def _install_command(self, mysqld: str) -> list[str]:
-        cmd = [mysqld, "--no-defaults", "--initialize-insecure", f"--datadir={self._datadir}"]
+        cmd = [mysqld, "--no-defaults", "--initialize-insecure", f"--datadir={self._datadir}",
+               f"--tmpdir={self._tmpdir()}"]
         if self.root is not None:
             cmd += [f"--basedir={self.root / 'run'}",
                     f"--lc-messages-dir={self.root / 'run' / 'share' / 'mysql'}"]
@@ -718,6 +728,7 @@ class EmbeddedMySQL(EmbeddedMariaDB):
             "port": self._port,
             "socket": self._socket,
             "pid_file": self.pid_file,
+            "tmpdir": self._tmpdir(),
             "log_error": self.error_log,
             "log_bin": self.log_bin_path,
             "binlog_format": "ROW",

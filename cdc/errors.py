@@ -200,6 +200,12 @@ class TransientServerError(ServerConnectionError):
         self.code = code
 
 
+class ServerUnreachableError(TransientServerError):
+    """Nothing answers at the server's address: the connection was refused, or the host name
+    does not resolve. A first connection fails at once on it (a wrong host or port); a
+    connection lost after a first success retries it (the server may be restarting)."""
+
+
 def map_server_error(code: int, message: str, *, user: str | None = None,
                      where: str | None = None, start: str | None = None,
                      grant: str | None = None, password_hint: str | None = None) -> CdcError:

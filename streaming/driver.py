@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+from cdc.check import WARN, require, run_checks
 from cdc.errors import BinlogPurgedError
 from cdc.positions import Position, parse_gtid_state, purged_error
 from cdc.replica.client import ReplicaClient
@@ -19,6 +20,19 @@ from streaming.planning import Boundary, Key
 from streaming.schema_history import StreamHistory
 
 log = logging.getLogger("binlog_cdc.spark")
+
+
+def preflight(opts: SourceOptions, *, snapshot: bool, binlog: bool = True) -> None:
+    """The checks of ``binlog-cdc check`` (:mod:`cdc.check`) before a query or a snapshot
+    starts: the first FAIL is raised (a server that cannot be reached, binlog_format not ROW,
+    missing privileges, includeTables naming a table the server does not have, binlogs kept for
+    less than the snapshot takes...), WARNs are logged."""
+    f = opts.table_filter()
+    for finding in require(run_checks(opts.replica_config(), include=f.include if f else (),
+                                      exclude=f.exclude if f else (), snapshot=snapshot,
+                                      binlog=binlog)):
+        if finding.status == WARN:
+            log.warning("%s: %s", finding.check, finding.message)
 
 
 def replica_client(opts: SourceOptions, start, server_id: int) -> ReplicaClient:

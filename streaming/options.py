@@ -31,7 +31,7 @@ PASSWORD_HINT = f"the Spark options password or passwordFile, or {PASSWORD_ENV} 
 #: connections included: a task's client is new) how the driver's SQL session rides out an
 #: outage of the source.
 TASK_RETRY = RetryPolicy(max_attempts=10, max_time=120, initial_backoff=0.2, max_backoff=5,
-                         first_connect_time=120)
+                         first_connect_time=120, retry_unreachable_first=True)
 
 # name -> one-line description (also the order of the "valid options" list in errors)
 OPTIONS: dict[str, str] = {

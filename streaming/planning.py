@@ -12,6 +12,7 @@ driver found (:mod:`streaming.driver`), and the unit tests feed them made-up bou
   transaction boundaries.
 * :func:`lag_report` -- how far an offset is behind the server's end.
 * :func:`mysql_skip_set` / :func:`delivered_before` -- MySQL transactions already delivered.
+* :func:`decided_in` -- the prepared XA transactions a chunk's task must read again.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import math
 from typing import Iterable, NamedTuple, Sequence
 
 from cdc.binlog.gtid import GtidSet
+from cdc.binlog.xa import Prepared
 from cdc.positions import Position, binlog_file_number
 
 #: Server ids serverId+1 .. serverId+MAX_CHUNKS are used by tasks: a batch has at most this many
@@ -183,3 +185,29 @@ def mysql_skip_set(position: Position) -> GtidSet | None:
 def delivered_before(skip: GtidSet | None, tx) -> bool:
     """Whether transaction *tx* is in *skip*, the set of :func:`mysql_skip_set`."""
     return skip is not None and bool(tx.gtid) and tx.gtid in skip
+
+
+def decided_in(start: Position, end: Position, boundaries: Iterable[Boundary],
+               chunk: Chunk) -> tuple[Prepared, ...]:
+    """The prepared XA transactions held where *chunk* starts and decided inside it (its XA
+    COMMIT or XA ROLLBACK is in the chunk): its task reads them again before its dump, to
+    deliver a commit's changes (see :mod:`cdc.binlog.xa`). What is held at a point is what the
+    last boundary at or before it holds -- the batch *start*, the *boundaries* found in between,
+    the batch *end* -- so a chunk that starts at neither needs the boundaries before it."""
+    points = [start] + [b.position for b in boundaries if start.key < b.key < end.key] + [end]
+    points.sort(key=lambda p: p.key)
+
+    def held_at(key: Key) -> tuple[Prepared, ...]:
+        held = start.prepared
+        for p in points:
+            if p.key > key:
+                break
+            held = p.prepared
+        return held
+
+    number = binlog_file_number(chunk.file)
+    first = held_at((number, chunk.start))
+    if not first:
+        return ()
+    still = {p.xid for p in held_at((number, chunk.end))}
+    return tuple(p for p in first if p.xid not in still)

@@ -278,7 +278,8 @@ class SnapshotBatchReader(DataSourceReader):
         self.columns = columns
 
     def partitions(self):
-        from streaming.driver import Driver
+        from streaming.driver import Driver, preflight
+        preflight(self.opts, snapshot=True, binlog=False)
         d = Driver(self.opts)
         try:
             start = initial_offset(d, self.opts)

@@ -41,6 +41,11 @@ How a stream works
   by the driver, carried in the offsets and given to each chunk as of its start: a restarted
   query decodes with the tables' shapes of its checkpoint's position
   (:mod:`streaming.schema_history`).
+* XA transactions (:mod:`cdc.binlog.xa`): a prepared one is delivered in the batch of its XA
+  COMMIT, at the commit's place (``seq``, ``source``); an offset past an undecided XA PREPARE
+  names it (``"xa"``), and the task whose chunk holds the decision reads the prepared
+  transaction again (:func:`streaming.planning.decided_in`). A replayed batch over several
+  files is scanned by the driver first, to know what is held where its files start.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               ReadMaxRows, SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
-from cdc.binlog.files import BinlogFileReader
+from cdc.binlog.files import BinlogFileReader, EarlierPrepared
 from cdc.binlog.gtid import GtidSet
 from cdc.binlog.transactions import TransactionAssembler
 from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
@@ -66,11 +71,11 @@ from cdc.replica.sql import binlog_status, connect, fetch_rows, resolve_start
 from streaming.batches import BatchBuilder, record_batches
 from streaming.bounded import BoundedBatchReader
 from streaming.catalog import columns_from_server
-from streaming.driver import Driver, replica_client
+from streaming.driver import Driver, preflight, replica_client
 from streaming.options import SourceOptions
 from streaming.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anchor, choose,
-                                delivered_before, lag_report, mysql_skip_set, need_scan,
-                                plan_chunks)
+                                decided_in, delivered_before, lag_report, mysql_skip_set,
+                                need_scan, plan_chunks)
 from streaming.layout import FlatBatchReader, flat_schema, flatten_batches
 from streaming.schema import JSON_SCHEMA, typed_schema, with_fields, with_schema_changes
 from streaming.storage import list_files, storage_for
@@ -219,10 +224,15 @@ class FileBatchReader(DataSourceReader):
 
     def read(self, partition: FilePartition) -> Iterator:
         builder = BatchBuilder(self.schema, self.columns)
-        asm = TransactionAssembler(self.opts.table_filter())
+        st = storage_for([partition.path], self.opts.storage)
+
+        def earlier():      # an XA COMMIT of a transaction prepared in an earlier file
+            paths = list_files(self.opts.paths, self.opts.storage)
+            return paths[:paths.index(partition.path)] if partition.path in paths else []
+        asm = TransactionAssembler(self.opts.table_filter(), missing_prepared=EarlierPrepared(
+            earlier, self.opts.table_filter(), storage=st, row_decoder=self.opts.row_decoder))
 
         def transactions():
-            st = storage_for([partition.path], self.opts.storage)
             for ev in BinlogFileReader([partition.path], storage=st,
                                        row_decoder=self.opts.row_decoder).events():
                 tx = asm.push(ev)
@@ -240,10 +250,11 @@ class BinlogChunk(InputPartition):
     """Read transactions of ``file`` from ``start`` to ``end`` (a transaction boundary, or the
     file size: up to the file's end). ``skip_gtids``: a MySQL GTID set whose transactions are
     not delivered (the batch start's set; see :func:`streaming.planning.mysql_skip_set`).
-    ``schema``: the stream's schema history as of ``start`` (None: not in use)."""
+    ``schema``: the stream's schema history as of ``start`` (None: not in use). ``xa``: the
+    prepared XA transactions to read again first (:func:`streaming.planning.decided_in`)."""
 
     def __init__(self, index: int, file: str, start: int, end: int, to_file_end: bool,
-                 skip_gtids: str | None = None, schema: dict | None = None):
+                 skip_gtids: str | None = None, schema: dict | None = None, xa=()):
         super().__init__((file, start, end))
         self.index = index
         self.file = file
@@ -252,6 +263,7 @@ class BinlogChunk(InputPartition):
         self.to_file_end = to_file_end
         self.skip_gtids = skip_gtids
         self.schema = schema
+        self.xa = tuple(xa)
 
     def __repr__(self) -> str:
         return f"BinlogChunk({self.index}, {self.file}, {self.start}..{self.end})"
@@ -285,6 +297,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def driver(self) -> Driver:
         if self._driver is None:
+            preflight(self.opts, snapshot=self.opts.snapshot)   # where the query starts
             self._driver = Driver(self.opts)
         return self._driver
 
@@ -430,7 +443,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 # what the tasks deliver: typed mode follows DDL without delivering it
                 r = tx.change_count(self.opts.include_schema_changes) \
                     if count_rows and not delivered_before(skip, tx) else 0
-                at = at.after(tx.file, tx.end_pos, tx.gtid)
+                at = at.after(tx.file, tx.end_pos, tx.gtid, tx.xa)
                 signal = snapshot.signalled_tables(self.opts, tx) \
                     if self.opts.signal_table and not delivered_before(skip, tx) else ()
                 b = Boundary(at, r, max(0, tx.end_pos - tx.pos), tx.timestamp, signal)
@@ -491,6 +504,10 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if self.opts.fail_on_data_loss:
                 raise err
             log.warning("%s; skipping the purged files", err)
+        if s.file != e.file and not self._known(s, e):
+            # a replayed batch: what its files hold at their starts (prepared XA) is found first
+            self._anchor(s)
+            self._scan(s, None, None, e.key)
         chunks = plan_chunks(s, e, logs, (b.position for b in d.boundaries),
                              min_partitions=self.opts.min_partitions,
                              max_bytes_per_partition=self.opts.max_bytes_per_partition)
@@ -500,8 +517,16 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # restarted query: the driver follows the batch's DDL first)
         d.schema.feed(e, lambda at: replica_client(self.opts, at, self.opts.server_id))
         return [BinlogChunk(i, c.file, c.start, c.end, c.to_file_end, skip_text,
-                            d.schema.state(c.file, c.start))
+                            d.schema.state(c.file, c.start), decided_in(s, e, d.boundaries, c))
                 for i, c in enumerate(chunks)]
+
+    def _known(self, s: Position, e: Position) -> bool:
+        """Whether the driver's boundaries cover the batch *s*..*e* (not for a replayed one)."""
+        d = self.driver
+        places = [b.position for b in d.boundaries]
+        return any(p.same_place(e) for p in places) and (
+            (d.anchor is not None and d.anchor.same_place(s)) or
+            any(p.same_place(s) for p in places))
 
     def commit(self, end: dict) -> None:
         """Spark is done with everything up to *end*: forget boundaries up to there."""
@@ -535,7 +560,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         down ends a non-blocking dump as if the binlog ended there) is read on from where it
         stopped, within the retry budget, before that is an error."""
         p = self.opts.retry
-        start = Start.at(chunk.file, chunk.start)
+        start = Start.at(chunk.file, chunk.start, chunk.xa)
         t0 = time.monotonic()
         history: list = []      # the chunk's schema history, carried across the attempts
         for attempt in range(1, (p.max_attempts or 10) + 1):
@@ -550,7 +575,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         "server restarting?); reading on from there in %.1f s", chunk, at,
                         chunk.file, chunk.end, wait)
             time.sleep(wait)
-            start = Start.at(at.file, at.pos)
+            start = Start.at(at.file, at.pos, at.prepared)
         raise CdcError(f"{chunk}: the binlog ended at {at} before the planned end "
                        f"{chunk.file}:{chunk.end}")
 
@@ -602,4 +627,4 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if reached:
             return None
         at = client.position
-        return at if at is not None and at.file else Position(start.file, start.pos)
+        return at if at is not None and at.file else start.position()

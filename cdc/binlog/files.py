@@ -10,6 +10,7 @@ from cdc.binlog.constants import ColumnType as T
 from cdc.binlog.events import Event, TableMapEvent
 from cdc.binlog.parser import BinlogParser
 from cdc.binlog.storage import LOCAL, Storage, expand
+from cdc.binlog.transactions import Transaction, TransactionAssembler
 from cdc.errors import ConfigurationError
 from cdc.rows.backend import resolve_decoder
 from cdc.values.charsets import BINARY_COLLATION, charset_of
@@ -176,6 +177,35 @@ class BinlogFileReader:
                         apply_default_charset(ev.table, collation)
                     yield ev
         parser.close()
+
+
+class EarlierPrepared:
+    """The prepared XA transactions of earlier binlog files, found when asked: a reader of one
+    file of several (a Spark task of a batch read) that meets the XA COMMIT of a transaction
+    prepared in an earlier file reads the earlier files back, newest first, until one holds
+    it. The assembler's ``missing_prepared``.
+
+    :param earlier: gives the earlier files, oldest first (called once, when first needed).
+    :param reader_kw: :class:`BinlogFileReader` options (``storage``, ``row_decoder``, ...).
+    """
+
+    def __init__(self, earlier: Callable[[], Iterable[str]], table_filter=None, **reader_kw):
+        self._earlier = earlier
+        self._paths: list[str] | None = None
+        self._found: dict[str, Transaction] = {}
+        self._filter = table_filter
+        self._kw = reader_kw
+
+    def __call__(self, xid: str) -> Transaction | None:
+        if self._paths is None:
+            self._paths = list(self._earlier())
+        while xid not in self._found and self._paths:
+            asm = TransactionAssembler(self._filter)
+            for ev in BinlogFileReader([self._paths.pop()], **self._kw).events():
+                asm.push(ev)
+            for k, tx in asm.prepared.items():
+                self._found.setdefault(k, tx)
+        return self._found.pop(xid, None)
 
 
 def read_events(paths, **kw) -> Iterator[Event]:

@@ -11,6 +11,7 @@ import signal
 import threading
 from typing import Callable
 
+from cdc.binlog.xa import Prepared
 from cdc.errors import ConfigurationError
 from cdc.positions import Start
 from cdc.replica.config import (PASSWORD_ENV, SSL_MODES, ReplicaConfig, RetryPolicy,
@@ -72,10 +73,21 @@ def add_start_arguments(p: argparse.ArgumentParser, title: str) -> None:
     s.add_argument("--from", dest="start_at", choices=("latest", "earliest"), default=None,
                    help="latest (default): changes from now on; earliest: from the oldest "
                         "binlog the server has")
+    s.add_argument("--xa", metavar="FILE:POS[,...]", type=patterns, default=None,
+                   help="the XA transactions prepared before the start and not yet committed "
+                        "or rolled back there (tail prints them in its resume options): their "
+                        "changes are delivered at their XA COMMIT")
 
 
 def start_from_args(args) -> Start:
-    """The :class:`Start` of --gtid, --file/--pos or --from (one of them at most)."""
+    """The :class:`Start` of --gtid, --file/--pos or --from (one of them at most), holding
+    the prepared XA transactions of --xa."""
+    start = _start(args)
+    xa = getattr(args, "xa", None)
+    return start.holding(Prepared.parse(p) for p in xa) if xa else start
+
+
+def _start(args) -> Start:
     chosen = [n for n, v in (("--gtid", args.gtid), ("--file", args.file),
                              ("--from", args.start_at)) if v is not None]
     if len(chosen) > 1:

@@ -17,6 +17,7 @@ from cdc.binlog.transactions import TableFilter, TransactionAssembler
 from cdc.schema.columns import may_hide_vectors, schema_types, shape_problems
 from cdc.schema.history import SchemaHistory
 from cdc.schema.tables import TableSchema
+from cdc.binlog.xa import COMMIT
 
 
 def _ts(t: int) -> str:
@@ -117,6 +118,11 @@ def cmd_decode(args) -> int:
             if tx is not None:
                 for change in tx.changes():
                     out.write(change_json(change) + "\n")
+                if tx.xa is not None and tx.xa.missing and tx.xa.action == COMMIT:
+                    sys.stderr.write(f"binlog-cdc decode: the XA COMMIT of {tx.xa.xid} at "
+                                     f"{tx.file}:{tx.pos} commits a transaction prepared before "
+                                     f"the files read: its changes are not printed (decode from "
+                                     f"an earlier file)\n")
     if args.progress:
         sys.stderr.write("\n")
     return 0

@@ -23,6 +23,7 @@ import shlex
 import sys
 
 from cdc.binlog.transactions import TableFilter
+from cdc.check import WARN, require, run_checks
 from cdc.cli.args import (add_connection_arguments, add_start_arguments, config_from_args,
                           on_sigterm, patterns, start_from_args)
 from cdc.cli.changes import change_json
@@ -179,6 +180,11 @@ def run_tail(args) -> int:
     down ends the dump with the same EOF as the end of the binlog, so a dump that ends short
     of it is read on from where it stopped (up to ``--max-retries`` times, 10 by default)."""
     client = build_client(args)
+    f = client.config.table_filter
+    for finding in require(run_checks(client.config, include=f.include if f else (),
+                                      exclude=f.exclude if f else ())):
+        if finding.status == WARN and finding.check == "tables":
+            sys.stderr.write(f"binlog-cdc tail: warning: {finding.message}\n")
     schema_file = getattr(args, "schema_file", None)
     if schema_file:
         load_schema_file(schema_file, client, start_from_args(args))

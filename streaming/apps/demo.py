@@ -40,6 +40,7 @@ from pathlib import Path
 
 from cdc.errors import ConfigurationError
 from cdc.positions import Position
+from streaming.foreach_batch import spark_safe
 from streaming.options import UPSERT_FIELDS
 
 MARKER = ".binlog-cdc-demo"     # --out holds this file: the demo may clear the directory
@@ -238,7 +239,7 @@ def start_stream(spark, server: Server, start: Position | None, out: Path, upser
               .option("user", r["user"]).option("password", r["password"])
               .option("includeTables", f"{DB}.*")
               .option("includeSchemaChanges", "true")     # Delta follows the source's DDL
-              .option("fields", ",".join(TimedUpserter.COLUMNS))  # what foreachBatch reads
+              .option("fields", ",".join(TimedUpserter.FIELDS))  # what foreachBatch reads
               .option("startingPosition", begin)
               .option("snapshotChunkRows", str(max(1000, batch_rows)))
               .option("maxEventsPerTrigger", str(batch_rows)))
@@ -254,14 +255,17 @@ class TimedUpserter:
     each batch: from the binlog time of its last change (``ts_ms``: whole seconds, so the real
     lag lies in a range 1 s wide) to the end of its Delta commit."""
 
-    COLUMNS = [*UPSERT_FIELDS, "ts_ms"]
+    #: the source's option ``fields``: what the upserter reads, and the change's binlog time
+    #: (``schema_change`` comes with option includeSchemaChanges)
+    FIELDS = [*UPSERT_FIELDS, "ts_ms"]
 
     def __init__(self, upserter):
         self.upserter = upserter
         self.lags: dict[int, tuple[float, float]] = {}     # batch id -> (low, high) seconds
 
+    @spark_safe
     def __call__(self, df, batch_id: int) -> None:
-        changes = df.select(*self.COLUMNS).toArrow()
+        changes = df.select(*self.upserter.columns_of(df), "ts_ms").toArrow()
         self.upserter.upsert_arrow(changes, batch_id)
         stamps = [t for t in changes.column("ts_ms").to_pylist() if t is not None]
         if stamps:
@@ -329,9 +333,10 @@ class ProgressPrinter:
 
 
 def check(query) -> None:
-    """Raise the query's failure, if it failed."""
-    if query.exception() is not None:
-        raise query.exception()
+    """Raise the failure of a query that should be running, if it failed or ended."""
+    from streaming.apps.runtime import raise_if_failed
+    if not query.isActive:
+        raise_if_failed(query, stop_asked=False)
 
 
 def wait_until_running(query, timeout: float = 180.0) -> None:
@@ -484,9 +489,9 @@ class Demo:
             raise work.error
         say(f"workload done: {work.transactions} transactions, {work.changes} row changes")
         printer.poll(self.query)
-        from streaming.apps.runtime import stop_between_batches
+        from streaming.apps.runtime import raise_if_failed, stop_between_batches
         stop_between_batches(self.query)
-        check(self.query)
+        raise_if_failed(self.query, stop_asked=True)
         printer.poll(self.query)
         say("stream stopped; restarting it from its checkpoint with availableNow to drain "
             "(the lag of what is left includes the restart) ...")
@@ -494,7 +499,7 @@ class Demo:
                                   batch_rows=args.batch_rows, available_now=True)
         while not self.query.awaitTermination(0.25):
             printer.poll(self.query)
-        check(self.query)
+        raise_if_failed(self.query, stop_asked=True)      # availableNow ends by itself
         printer.poll(self.query)
         say(f"caught up: {printer.rows} changes in {printer.printed} batches, "
             f"{printer.last_lag.get('behindBytes')} binlog bytes behind; Delta tables under "

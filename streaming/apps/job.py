@@ -1,6 +1,7 @@
 """Run a CDC pipeline from a config file: the binlog-cdc stream upserted into Delta tables.
 
     python3 -m streaming.job conf/job.example.toml [--available-now]
+    python3 -m streaming.job --check conf/job.example.toml     # binlog-cdc check of the source
 
 The TOML file (see ``conf/job.example.toml``) has the sections
 
@@ -24,7 +25,9 @@ stops the stream after its running micro-batch and prints the committed offset t
 resumes from (exit status 0; a second signal exits at once). A failure of the stream is one line
 on stderr: a binlog-cdc error (wrong password, unreachable server, purged binlog, a table
 without primary key, ...) with exit status 2, anything else with 1 (``--traceback`` for all of
-it).
+it). A stream that ends without an error, other than by a signal or at availableNow's end (it
+was stopped from elsewhere, or Spark's query thread died of an error Spark did not catch), is a
+failure too (exit status 1).
 """
 
 from __future__ import annotations
@@ -249,6 +252,18 @@ def _option_text(v) -> str:
     return str(v)
 
 
+def checks(cfg: JobConfig) -> list:
+    """The findings of ``binlog-cdc check`` (:mod:`cdc.check`) for the job's source: its
+    tables and snapshot, into Delta tables that are upserted (a table without primary key, row
+    images that are not FULL: FAIL). The start position is the source's to check (its errors
+    name the Spark remedies)."""
+    from cdc.check import run_checks
+    opts = cfg.source_options()
+    f = opts.table_filter()
+    return run_checks(opts.replica_config(), include=f.include if f else (),
+                      exclude=f.exclude if f else (), snapshot=opts.snapshot, upsert=True)
+
+
 def start(spark, cfg: JobConfig, upserter=None):
     """Start the streaming query of *cfg* (foreachBatch into a DeltaUpserter); returns it."""
     from streaming.delta import DeltaUpserter
@@ -298,15 +313,20 @@ def progress_line(p: dict) -> str:
 def run(cfg: JobConfig, spark=None, out=None, stop=None) -> int:
     """Run the job until it ends (``availableNow``: the binlog drained), *stop* is set (a
     :class:`~streaming.apps.runtime.StopSignals` or a :class:`threading.Event`) or the query
-    fails (its exception is raised). Prints one line per real micro-batch and, at the end, the
-    committed offset the next run resumes from. Returns 0.
+    fails (its exception is raised; a query that ended otherwise without one raises
+    :class:`~streaming.apps.runtime.QueryEndedError`). Prints one line per real micro-batch
+    and, at the end, the committed offset the next run resumes from. Returns 0.
 
     Without *spark* the job starts its own session (``[spark]`` settings) and stops it at the
     end; the metrics listener and its HTTP server are removed in any case. *out* defaults to
     ``sys.stdout`` (at call time)."""
-    from streaming.apps.runtime import Batches, stop_between_batches
+    from streaming.apps.runtime import Batches, raise_if_failed, stop_between_batches
+    from cdc.check import WARN, require
     out = out if out is not None else sys.stdout
     started = time.monotonic()
+    for finding in require(checks(cfg)):       # before the session starts, and the snapshot
+        if finding.status == WARN:
+            print(f"warning: {finding.check}: {finding.message}", file=out, flush=True)
     owned = False
     if spark is None:
         spark, owned = _session(cfg)
@@ -335,8 +355,8 @@ def run(cfg: JobConfig, spark=None, out=None, stop=None) -> int:
             stop_between_batches(query)
             for p in batches.new(query):
                 print(progress_line(p), file=out, flush=True)
-        if query.exception() is not None:
-            raise query.exception()
+        # a success ends with a stop of ours (a signal) or availableNow's end
+        raise_if_failed(query, stop_asked=not done or cfg.available_now)
         print(_stopped_line(cfg, batches, time.monotonic() - started), file=out, flush=True)
         return 0
     finally:      # a failing clean-up must not hide the error being raised, if any
@@ -423,8 +443,13 @@ def main(argv=None) -> int:
                     help="drain what the binlog holds now, then stop (overrides [stream] trigger)")
     ap.add_argument("--traceback", action="store_true",
                     help="on a failure that is not a binlog-cdc error, show the whole traceback")
+    ap.add_argument("--check", action="store_true",
+                    help="check the source and the config (binlog-cdc check: one line per "
+                         "check), then exit: 2 when a check FAILs, else 0")
     args = ap.parse_args(argv)
     from streaming.apps.runtime import StopSignals, cdc_error, report_failure
+    if args.check:
+        return _check_only(args.config)
     with StopSignals("binlog-cdc job") as stop:
         try:
             cfg = load_config(args.config)
@@ -438,6 +463,18 @@ def main(argv=None) -> int:
             if args.traceback and cdc_error(e) is None:
                 raise
             return report_failure(e, "binlog-cdc job", "the stream failed")
+
+
+def _check_only(path: str) -> int:
+    from cdc.check import exit_status, render
+    try:
+        findings = checks(load_config(path))
+    except CdcError as e:
+        print(f"binlog-cdc job: error: {e}", file=sys.stderr)
+        return 2
+    for line in render(findings):
+        print(line, flush=True)
+    return exit_status(findings)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
 * :func:`offset_text` and :func:`committed_offset`: where a stopped stream resumes;
 * :class:`StopSignals`: SIGINT and SIGTERM ask for a graceful stop instead of killing the
   process mid-batch (a second one exits at once); :func:`stop_between_batches` does it;
+* :func:`raise_if_failed`: a query that has ended is a success only when it stopped as Spark
+  stops a query and it was asked to (its exception, or a :class:`QueryEndedError`, else);
 * :func:`quiet_query_errors`: Spark's own log of a failed query (the same error as a Java
   stack trace) switched off, for a session the application started and reports errors of.
 """
@@ -28,7 +30,8 @@ import cdc.errors
 from cdc.errors import CdcError
 
 __all__ = ["cdc_error", "failure_summary", "report_failure", "Batches", "is_real_batch", "offset_text",
-           "committed_offset", "StopSignals", "stop_between_batches", "quiet_query_errors"]
+           "committed_offset", "StopSignals", "stop_between_batches", "QueryEndedError",
+           "raise_if_failed", "quiet_query_errors"]
 
 #: how a binlog-cdc error ends a Python traceback that Spark quotes in its own message
 _CDC_LINE = re.compile(r"\bcdc\.errors\.([A-Za-z_]\w*): (.*)")
@@ -253,6 +256,35 @@ def stop_between_batches(query, wait: float = 30.0) -> None:
             and time.monotonic() < deadline:
         time.sleep(0.05)
     query.stop()
+
+
+#: the status message of a query whose thread ended through Spark's own ending: stopped (by
+#: ``stop()``, or an availableNow trigger that drained its sources). A failed query's is
+#: "Terminated with exception: ..."; a thread killed by an error Spark did not catch keeps the
+#: message of what it was doing ("Processing new data", ...).
+STOPPED = "Stopped"
+
+
+class QueryEndedError(Exception):
+    """A streaming query ended without an exception, yet not as it should have."""
+
+
+def raise_if_failed(query, stop_asked: bool) -> None:
+    """Raise the failure of *query*, which has ended: its exception; else a
+    :class:`QueryEndedError` when its thread did not end through Spark's stop (an error Spark
+    did not catch ended it: Spark's log on stderr has it) or when it was not asked to end
+    (*stop_asked*: this program stopped it, or its trigger was availableNow)."""
+    exc = query.exception()
+    if exc is not None:
+        raise exc
+    message = (query.status or {}).get("message")
+    if message != STOPPED:
+        raise QueryEndedError(f"the stream's query ended without an error Spark reported, in the "
+                              f"middle of its work (status {message!r}); the error is in "
+                              f"Spark's log on stderr")
+    if not stop_asked:
+        raise QueryEndedError("the stream's query was stopped, but not by this program (no "
+                              "error reported)")
 
 
 def quiet_query_errors(spark) -> None:

@@ -28,6 +28,8 @@ from streaming import offsets  # noqa: E402
 from streaming.batches import BatchBuilder, record_batches  # noqa: E402
 from streaming.schema import JSON_SCHEMA, spark_column, typed_schema, with_fields  # noqa: E402
 
+pytestmark = pytest.mark.servers
+
 DB = "t_batch_builder"
 UTC = dt.timezone.utc
 

@@ -33,7 +33,7 @@ from streaming.delta import DeltaUpserter  # noqa: E402
 from support.processes import DELTA_JOB, kill_group, start_job  # noqa: E402
 from support.spark_support import source_options  # noqa: E402
 
-pytestmark = [pytest.mark.server, pytest.mark.spark]
+pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.servers]
 
 
 

@@ -90,6 +90,24 @@ def test_demo_streams_the_workload_into_equal_delta_tables(tmp_path, mariadb):
     assert took < 240, took      # about 30 s on an idle 2-core machine
 
 
+def test_demo_fresh_mode_follows_the_tables_it_creates(tmp_path, mariadb):
+    """``--existing 0``: the stream starts before the demo's CREATE TABLEs, so its first batches
+    carry them as schema changes, which the upserter must get (and apply) with the rows."""
+    out = tmp_path / "demo"
+    run = subprocess.run([sys.executable, "-m", "streaming.demo", "--existing", "0", "--orders",
+                          "60", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "Traceback" not in run.stderr and " ERROR " not in run.stderr, run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    assert any("the stream starts at " in l for l in lines), lines
+    counts = {t[0]: (int(t[1]), int(t[2]), t[3]) for t in
+              (l.split("]", 1)[1].split() for l in lines if " cdc_demo." in l) if len(t) == 4}
+    assert counts["cdc_demo.customers"] == (10, 10, "yes"), lines
+    src, delta, equal = counts["cdc_demo.orders"]
+    assert 0 < src == delta <= 60 and equal == "yes", lines
+    assert any("every Delta table equals its source table" in l for l in lines)
+
+
 def test_demo_refuses_a_directory_it_did_not_make(tmp_path):
     (tmp_path / "precious.txt").write_text("keep me")
     run = subprocess.run([sys.executable, "-m", "streaming.demo", "--out", str(tmp_path)],

@@ -16,6 +16,8 @@ import pytest
 
 from cdc.cli.lag import LagSample
 
+pytestmark = pytest.mark.servers
+
 ROOT = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 KEYS = {"time", "ts", "lag_seconds", "behind_bytes", "tx_per_s", "rows_per_s", "transactions",

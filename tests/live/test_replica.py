@@ -31,7 +31,7 @@ from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ReplicaConfig, RetryPolicy
 from support.fake_source import BinlogFile, EventBuilder, FakeSource, Plan, Table
 from support.tls import make_tls_files
-from conftest import start_or_skip
+from conftest import gtid_prefix, start_or_skip
 from cdc.embedded import embedded_server
 
 # the live tests run on MariaDB 10.11, MariaDB 11.8 and MySQL 9.7 (those that use `server`)
@@ -739,9 +739,7 @@ def test_tail_jsonl_until_ctrl_c(mariadb, db):
         ("c", db, "t", None, {"id": 1, "v": "v1"}), ("c", db, "t", None, {"id": 2, "v": "v2"}),
         ("c", db, "t", None, {"id": 3, "v": "v3"}),
         ("u", db, "t", {"id": 2, "v": "v2"}, {"id": 2, "v": "w"})]
-    gtid_prefix = "0-1-" if mariadb.FLAVOR == "mariadb" else \
-        mariadb.execute("SELECT @@server_uuid")[0][0] + ":"
-    assert all(d["file"] == file and d["gtid"].startswith(gtid_prefix) and d["ts"] > 0
+    assert all(d["file"] == file and d["gtid"].startswith(gtid_prefix(mariadb)) and d["ts"] > 0
                for d in lines)
     assert f"resume with: --file {end[0]} --pos {end[1]}" in err
 

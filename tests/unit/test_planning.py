@@ -4,9 +4,11 @@ server)."""
 import pytest
 
 from cdc.binlog.gtid import GtidSet
+from cdc.binlog.xa import Prepared
 from cdc.positions import Position
-from streaming.planning import (Boundary, Chunk, after_anchor, choose, delivered_before,
-                                lag_report, mysql_skip_set, need_scan, plan_chunks)
+from streaming.planning import (Boundary, Chunk, after_anchor, choose, decided_in,
+                                delivered_before, lag_report, mysql_skip_set, need_scan,
+                                plan_chunks)
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 F1, F2, F3 = "mysql-bin.000001", "mysql-bin.000002", "mysql-bin.000003"
@@ -123,3 +125,25 @@ def test_chunks_cover_the_range_exactly(n):
     assert chunks[0].start == 100 and chunks[-1].end == 600
     assert all(a.end == b.start for a, b in zip(chunks, chunks[1:]))
     assert len(chunks) == n
+
+
+def test_decided_in_names_what_a_chunk_must_read_again():
+    """x prepared before the batch and committed in file 2; y prepared in file 1 and rolled
+    back in file 2; z prepared in file 2 and still undecided at the end."""
+    x = Prepared("X'78',X'',1", "b.000001", 50, 90)
+    y = Prepared("X'79',X'',1", "b.000001", 300, 340)
+    z = Prepared("X'7a',X'',1", "b.000002", 200, 240)
+    s = Position("b.000001", 100, prepared=(x,))
+    bounds = [Boundary(Position("b.000001", 340, prepared=(x, y)), 0, 240),
+              Boundary(Position("b.000001", 500, prepared=(x, y)), 1, 160),
+              Boundary(Position("b.000002", 150, prepared=(y,)), 0, 146),
+              Boundary(Position("b.000002", 240, prepared=(y, z)), 0, 90)]
+    e = Position("b.000002", 400, prepared=(z,))
+    assert decided_in(s, e, bounds, Chunk("b.000001", 100, 500, False)) == ()
+    assert decided_in(s, e, bounds, Chunk("b.000001", 100, 800, True)) == ()
+    assert decided_in(s, e, bounds, Chunk("b.000002", 4, 400, False)) == (x, y)
+    assert decided_in(s, e, bounds, Chunk("b.000002", 4, 150, False)) == (x,)
+    assert decided_in(s, e, bounds, Chunk("b.000002", 150, 400, False)) == (y,)
+    # without the boundaries (one chunk from start to end): what start holds and end does not
+    assert decided_in(s, Position("b.000001", 900), [], Chunk("b.000001", 100, 900, False)) \
+        == (x,)
