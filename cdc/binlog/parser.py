@@ -6,7 +6,9 @@ Two framings, one decoder:
   Positions are byte offsets in the file.
 * **stream** (``stream=True``): events as a replication connection delivers them (the client
   strips each packet's OK byte and feeds the rest, :meth:`BinlogParser.feed_event`). Positions
-  come from the headers' ``log_pos``.
+  come from the headers' ``log_pos`` (an event's end); an event logged with ``log_pos`` 0 inside
+  a transaction (MariaDB 11.4+ with ``binlog_legacy_event_pos=OFF``, its default) starts where
+  the event before it ended.
 
 Bytes may arrive in any chunking; :meth:`BinlogParser.events` yields every complete event and
 keeps the rest for the next :meth:`feed`. At the end of the input call :meth:`close`: leftover
@@ -22,7 +24,8 @@ import struct
 import zlib
 from typing import Iterator
 
-from cdc.binlog.constants import BINLOG_MAGIC, CHECKSUM_LEN, V4_HEADER_LEN, ChecksumAlg, EventType
+from cdc.binlog.constants import (BINLOG_MAGIC, CHECKSUM_LEN, V4_HEADER_LEN, ChecksumAlg,
+                                  EventFlag, EventType)
 from cdc.errors import (BadMagicError, CdcError, ChecksumError, ParseError, TruncatedEventError,
                      UnsupportedBinlogVersionError)
 from cdc.binlog.events import (HEADER, REGISTRY, Context, Event, EventHeader, RotateEvent,
@@ -41,6 +44,9 @@ _crc32 = zlib.crc32
 _new_header = tuple.__new__
 _REGISTRY_GET = REGISTRY.get
 FORMAT_DESCRIPTION, ROTATE = EventType.FORMAT_DESCRIPTION.value, EventType.ROTATE.value
+# events that are not in the binlog file: they place nothing after them on a stream
+_NOT_IN_FILE = frozenset({EventType.HEARTBEAT.value, EventType.HEARTBEAT_V2.value})
+_ARTIFICIAL = EventFlag.ARTIFICIAL.value
 # Types with work after decoding (payload expansion, file switch): everything else takes the
 # straight path in events().
 _SPECIAL = frozenset({EventType.TRANSACTION_PAYLOAD.value, ROTATE})
@@ -87,6 +93,7 @@ class BinlogParser:
         self._need = V4_HEADER_LEN  # bytes from _off the next event needs (a join before that is waste)
         self._need_magic = not stream
         self._pos = 0 if not stream else None
+        self._stream_end: int | None = None   # stream framing: where the last event ended
         self._start_position = position
         self._first_event = True
         #: The file a (non-artificial) ROTATE named last: where the binlog continues.
@@ -270,6 +277,7 @@ class BinlogParser:
             self.rotated_to = ev.next_file
             if self.stream:
                 self.ctx.file = ev.next_file
+                self._stream_end = None
 
     def _decode(self, raw, pos: int | None, *, inner: bool = False, hdr=None) -> Event:
         """One whole event; *raw* is a memoryview (or bytes) of exactly its bytes (*hdr*: its
@@ -305,20 +313,32 @@ class BinlogParser:
                 ev = _REGISTRY_GET(type_code, decode_raw)(header, body, ctx)
         except (CdcError, IndexError, ValueError, struct.error) as e:
             if pos is None and self.stream and not inner:
-                pos = _stream_pos(header)
+                pos = self._stream_place(header)[0]
             raise _decode_error(e, type_code, ctx.file, pos) from None
         if type_code == ROTATE and ev.artificial:
             ctx.file = ev.next_file
+            self._stream_end = None
         ev.file = ctx.file
         if self.stream and not inner:
-            lp = header[4]
-            size = header[3]
-            ev.end_pos = lp or None
-            ev.pos = (lp - size) if lp >= size else None
+            ev.pos, ev.end_pos = self._stream_place(header)
+            if type_code not in _NOT_IN_FILE:
+                self._stream_end = ev.end_pos
         else:
             ev.pos = pos
             ev.end_pos = None if pos is None else pos + header[3]
         return ev
+
+    def _stream_place(self, header) -> tuple[int | None, int | None]:
+        """(start, end) of an event on a stream (no file offsets there): its header's log_pos is
+        its end; an event logged with log_pos 0 that is not artificial (one of a transaction's
+        on MariaDB 11.4+) starts where the event before it ended; else (None, None)."""
+        lp, size = header[4], header[3]
+        if lp >= size:
+            return lp - size, lp
+        start = self._stream_end
+        if lp == 0 and start is not None and not header[5] & _ARTIFICIAL:
+            return start, start + size
+        return None, None
 
     def _verify(self, raw: bytes, header: EventHeader, pos: int | None) -> None:
         if not self.verify_checksum:
@@ -332,7 +352,7 @@ class BinlogParser:
         actual = _crc32(raw[:-4])
         if stored != actual:
             if pos is None and self.stream:
-                pos = _stream_pos(header)
+                pos = self._stream_place(header)[0]
             raise ChecksumError(expected=stored, actual=actual, event_type=header.type_code,
                                 file=self.ctx.file, position=pos)
 
@@ -375,11 +395,6 @@ def _decode_error(e: Exception, type_code: int, file, pos) -> Exception:
         f"malformed: {e}", file=file, position=pos)
 
 
-def _stream_pos(header) -> int | None:
-    """Where an event starts on a stream (no file offsets there): its header's log_pos (the
-    end) minus its size; None for an artificial event (log_pos 0)."""
-    lp, size = header[4], header[3]
-    return lp - size if lp >= size else None
 
 
 def _locate(e: ParseError, file, pos) -> ParseError:

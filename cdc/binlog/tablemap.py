@@ -39,13 +39,16 @@ class TableMap:
     :meth:`apply_names` from information_schema by callers that have a connection).
     ``row_plans`` (:class:`cdc.rows.decode.RowPlans`) keeps what decoding this table's row
     images needs: per-column decoders, generated readers, compiled-decoder plans.
+    ``mariadb``: the binlog is MariaDB's.
     """
 
     __slots__ = ("table_id", "flags", "schema", "table", "columns", "primary_key",
-                 "has_optional_metadata", "json_columns", "row_plans")
+                 "has_optional_metadata", "json_columns", "row_plans", "mariadb")
 
     def __init__(self, table_id: int, flags: int, schema: str, table: str,
-                 columns: list[ColumnDef], primary_key: list[int], has_optional_metadata: bool):
+                 columns: list[ColumnDef], primary_key: list[int], has_optional_metadata: bool,
+                 mariadb: bool = False):
+        self.mariadb = mariadb
         self.table_id = table_id
         self.flags = flags
         self.schema = schema
@@ -76,6 +79,10 @@ class TableMap:
         for col, name in zip(self.columns, names):
             if col.name is None:
                 col.name = name
+        self.replan()
+
+    def replan(self) -> None:
+        """Drop the decoding plans built so far (after column names or types changed)."""
         self.row_plans = RowPlans(self)
 
     def with_stored_text(self) -> "TableMap":
@@ -90,7 +97,7 @@ class TableMap:
                 c.collation = STORED_BYTES_COLLATION
             columns.append(c)
         return TableMap(self.table_id, self.flags, self.schema, self.table, columns,
-                        list(self.primary_key), self.has_optional_metadata)
+                        list(self.primary_key), self.has_optional_metadata, self.mariadb)
 
     def same_shape(self, other: "TableMap") -> bool:
         return (self.schema == other.schema and self.table == other.table
@@ -193,7 +200,7 @@ def _decode(body, post_header_len: int, mariadb: bool) -> TableMap:
     has_opt = pos < len(body)
     if has_opt:
         primary_key = _optional_metadata(body, pos, columns, mariadb)
-    return TableMap(table_id, flags, schema, table, columns, primary_key, has_opt)
+    return TableMap(table_id, flags, schema, table, columns, primary_key, has_opt, mariadb)
 
 
 def _is_character(col: ColumnDef, mariadb: bool) -> bool:

@@ -14,6 +14,9 @@ from cdc.cli.args import add_table_arguments, table_filter
 from cdc.cli.changes import change_json
 from cdc.values.render import mysqlbinlog_rows
 from cdc.binlog.transactions import TransactionAssembler
+from cdc.schema.columns import may_hide_vectors, schema_types, shape_problems
+from cdc.schema.history import SchemaHistory
+from cdc.schema.tables import TableSchema
 from cdc.binlog.xa import COMMIT
 
 
@@ -75,6 +78,24 @@ def _print_text(ev: Event, out, tables, mysql: bool) -> None:
             out.write("\n".join(l.decode("utf-8", "replace") for l in lines) + "\n")
 
 
+class _FileSchema:
+    """The CREATE/ALTER TABLE statements the files hold, followed for what only a table's
+    schema tells: MariaDB's VECTOR columns, which its binlog logs as VARBINARY (a table created
+    before the files keeps its VARBINARY values)."""
+
+    def __init__(self):
+        self.history = SchemaHistory(on_unparsed="skip")
+
+    def see(self, ev: Event) -> None:
+        if type(ev) is QueryEvent:
+            self.history.apply_event(ev)
+        elif type(ev) is TableMapEvent and may_hide_vectors(ev.table):
+            t = ev.table
+            state, _known = self.history.lookup(t.schema, t.table, ev.file, ev.pos)
+            if isinstance(state, TableSchema) and not shape_problems(t, state.columns):
+                schema_types(t, state.columns)
+
+
 def cmd_decode(args) -> int:
     tables = table_filter(args)
     def show_progress(done, total):
@@ -86,12 +107,15 @@ def cmd_decode(args) -> int:
                               progress=show_progress if args.progress else None,
                               charset=args.charset)
     out = sys.stdout
+    schema = _FileSchema()
     if args.format == "text":
         for ev in reader.events():
+            schema.see(ev)
             _print_text(ev, out, tables, not reader.parser.ctx.is_mariadb)
     else:
         asm = TransactionAssembler(tables)
         for ev in reader.events():
+            schema.see(ev)
             tx = asm.push(ev)
             if tx is not None:
                 for change in tx.changes():

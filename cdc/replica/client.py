@@ -57,7 +57,7 @@ from cdc.positions import Position, Start
 from cdc.replica import preflight
 from cdc.replica.config import ReplicaConfig
 from cdc.replica.packets import PacketReader, frame, is_eof, parse_err, take_over
-from cdc.replica.protocol import (BINLOG_DUMP_NON_BLOCK, ServerInfo, binlog_dump,
+from cdc.replica.protocol import (ServerInfo, binlog_dump, dump_flags,
                                   binlog_dump_gtid, grant_statement, heartbeat_period_ns,
                                   parse_server_version, quote_account, register_slave)
 from cdc.replica.metadata import TableMetadata
@@ -565,7 +565,7 @@ class ReplicaClient:
         self._command(register_slave(cfg.server_id, host=cfg.replica_host, port=0),
                       expect_ok=True, deadline_s=deadline_s)
 
-        flags = 0 if self.blocking else BINLOG_DUMP_NON_BLOCK
+        flags = dump_flags(info, variables, blocking=self.blocking)
         if start.kind == "gtid":
             gtids = GtidSet.parse(start.gtid)
             cmd = binlog_dump_gtid(gtids.to_bytes(), cfg.server_id, flags=flags)

@@ -30,9 +30,10 @@ from typing import Callable
 from cdc.binlog.constants import ColumnType as T
 from cdc.binlog.files import (DEFAULT_CHARSET, apply_default_charset, charset_columns,
                               collation_for_charset)
-from cdc.errors import CdcError, ConfigurationError, SchemaError
+from cdc.errors import CdcError, ConfigurationError, SchemaError, is_transient
+from cdc.replica.protocol import parse_server_version
 from cdc.schema.columns import (CODES, ServerColumn, describe_columns, describe_table_map,
-                                shape_problems)
+                                logged_type, may_hide_vectors, schema_types, shape_problems)
 from cdc.schema.history import Unknown
 from cdc.schema.sqltext import ddl_head
 from cdc.schema.tables import TableSchema
@@ -95,8 +96,7 @@ def server_default(text, extra=None, version=None, data_type: str = "") -> tuple
         return None
     text = _text(text)
     extra = _text(extra or "")
-    mariadb = "mariadb" in _text(version or "").lower()
-    if mariadb:
+    if parse_server_version(_text(version or "")).is_mariadb:
         if text == "NULL":
             return None
         if len(text) >= 2 and text[0] == "'" and text[-1] == "'":
@@ -121,10 +121,11 @@ def server_default(text, extra=None, version=None, data_type: str = "") -> tuple
 
 def read_columns(query: Callable, schema: str, table: str) -> list[ServerColumn]:
     """The columns of ``schema.table`` from information_schema (``[]``: not visible), ENUM/SET
-    members the server's metadata garbled recovered from the table's rows
-    (:func:`recover_members`)."""
-    out = [server_column(row) for row in query(COLUMNS_SQL, (schema, table))]
-    return recover_members(query, schema, table, out)
+    members the server's metadata garbled recovered from the server's values
+    (:func:`recover_members`).  What every reader of one table's columns goes through."""
+    rows = list(query(COLUMNS_SQL, (schema, table)))
+    out = [server_column(row) for row in rows]
+    return recover_members(query, schema, table, out, rows[-1][-1] if rows else "")
 
 
 # --- ENUM/SET members information_schema garbles ---------------------------------------------------
@@ -132,9 +133,11 @@ def read_columns(query: Callable, schema: str, table: str) -> list[ServerColumn]
 # MariaDB and MySQL keep ENUM/SET member names in utf8mb3 metadata: a member with a 4-byte
 # character (an emoji in a utf8mb4 column) reads '?' in information_schema and SHOW CREATE TABLE
 # alike, while the table's own values carry the real name. Without binlog_row_metadata=FULL (the
-# binlog then carries the names) binlog-cdc asks for the values themselves: on MariaDB (10.3+) a
-# compound statement with variables of the column's own type (``TYPE OF db.t.col``: SELECT
-# privilege only) set to each member number; elsewhere rows of the table holding the member.
+# binlog then carries the names) binlog-cdc asks for the values themselves, the way the server's
+# flavour allows: on MariaDB (10.3+) a compound statement with variables of the column's own type
+# (``TYPE OF db.t.col``: SELECT privilege only) set to each member number, which reads every
+# member; on MySQL (no such statement, and no other way to a member's value without a row holding
+# it) rows of the table holding the member.
 
 _FOUR_BYTE_CHARSETS = frozenset({"utf8mb4", "utf16", "utf16le", "utf32", "gb18030"})
 _LOOKUP_SECONDS = 5
@@ -157,18 +160,21 @@ def _text(v) -> str:
     return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
 
 
-def recover_members(query: Callable, schema: str, table: str,
-                    columns: list[ServerColumn]) -> list[ServerColumn]:
+def recover_members(query: Callable, schema: str, table: str, columns: list[ServerColumn],
+                    version) -> list[ServerColumn]:
     """*columns* with the ENUM/SET members information_schema shows with ``?`` (where a 4-byte
-    character may have been) read from the server's values (see above). A member that cannot be
-    read stays as the server describes it, with a warning recommending
-    ``binlog_row_metadata=FULL``."""
+    character may have been) read from the server's values (see above); *version*: the server's
+    ``VERSION()`` text (its flavour chooses how). A member that cannot be read stays as the
+    server describes it, with a warning recommending ``binlog_row_metadata=FULL``."""
     lost = {k: _lost(s) for k, s in enumerate(columns)}
     lost = {k: v for k, v in lost.items() if v}
     if not lost:
         return columns
     where = _quote_name(schema) + "." + _quote_name(table)
-    found = _anchored_members(query, where, columns, lost)
+    info = parse_server_version(_text(version or ""))
+    found = None
+    if info.is_mariadb and info.version >= (10, 3, 0):
+        found = _anchored_members(query, where, columns, lost)
     if found is None:
         found = {k: _member_rows(query, where, columns[k], idx) for k, idx in lost.items()}
     out = list(columns)
@@ -189,9 +195,31 @@ def recover_members(query: Callable, schema: str, table: str,
     return out
 
 
+def _lookup(query: Callable, sql: str, what: str) -> list | None:
+    """The rows of one member lookup; None when the server refused it (a missing privilege, a
+    timeout: the members stay as information_schema shows them). A lost connection is raised,
+    whatever client *query* runs on."""
+    try:
+        return query(sql, None)
+    except Exception as e:
+        if is_transient(e) or not _server_error(e):
+            raise
+        log.debug("reading ENUM/SET members %s failed: %s", what, e)
+        return None
+
+
+def _server_error(e: Exception) -> bool:
+    """Whether *e* is an error the server answered a statement with (a binlog-cdc error, or the
+    PyMySQL error of a plain connection)."""
+    if isinstance(e, CdcError):
+        return True
+    import pymysql
+    return isinstance(e, pymysql.err.MySQLError)
+
+
 def _anchored_members(query: Callable, where: str, columns, lost) -> dict | None:
     """MariaDB: ``{column index: {member index: name}}`` from variables of the columns' own types
-    set to each member number (one compound statement); None where that is not supported."""
+    set to each member number (one compound statement); None if the server refused it."""
     declare, assign, pick = [], [], []
     for k, idx in lost.items():
         col = where + "." + _quote_name(columns[k].name)
@@ -202,11 +230,7 @@ def _anchored_members(query: Callable, where: str, columns, lost) -> dict | None
             pick.append((k, i, var))
     sql = ("BEGIN NOT ATOMIC " + " ".join(declare) + " SET " + ", ".join(assign) + "; SELECT "
            + ", ".join(var for _k, _i, var in pick) + "; END")
-    try:
-        rows = query(sql, None)
-    except CdcError as e:
-        log.debug("reading ENUM/SET members through TYPE OF variables failed: %s", e)
-        return None
+    rows = _lookup(query, sql, "through TYPE OF variables")
     if not rows or len(rows[0]) != len(pick):
         return None
     found: dict = {}
@@ -225,11 +249,7 @@ def _member_rows(query: Callable, where: str, s: ServerColumn, lost: list[int]) 
         cond = f"{col} & {sum(1 << i for i in lost)}"
     sql = (f"SELECT /*+ MAX_EXECUTION_TIME({_LOOKUP_SECONDS * 1000}) */ DISTINCT {col}+0, {col} "
            f"FROM {where} WHERE {cond} LIMIT 256")
-    try:
-        rows = query(sql, None)
-    except CdcError as e:
-        log.debug("reading ENUM/SET members from rows failed: %s", e)
-        return {}
+    rows = _lookup(query, sql, "from rows") or []
     found = {}
     for number, text in rows:
         if number is None or text is None:
@@ -267,11 +287,11 @@ def _shape(columns) -> str:
 def check_shape(tmap, server: list[ServerColumn], where: str = "") -> None:
     """SchemaError unless *server*'s columns match the table map's count and type codes."""
     ok = len(server) == len(tmap.columns) and all(
-        c.real_type in CODES.get(s.data_type, frozenset({c.real_type}))
+        logged_type(c) in CODES.get(s.data_type, frozenset({logged_type(c)}))
         for c, s in zip(tmap.columns, server))
     if ok:
         return
-    binlog = _shape(type_info(c.real_type).name for c in tmap.columns)
+    binlog = _shape(type_info(logged_type(c)).name for c in tmap.columns)
     now = _shape(f"{s.name} {s.column_type}" for s in server)
     raise SchemaError(
         f"the TABLE_MAP of {tmap.qualified_name}{where} has {len(tmap.columns)} columns {binlog} "
@@ -303,6 +323,7 @@ def complete_table_map(tmap, server: list[ServerColumn]) -> None:
         tmap.primary_key = [i for i, s in enumerate(server) if s.primary_key]
         for i in tmap.primary_key:
             tmap.columns[i].primary_key = True
+    schema_types(tmap, server)                   # MariaDB's VECTOR columns
     tmap.apply_names([s.name for s in server])   # names where missing; new row plans
 
 
@@ -364,22 +385,44 @@ class TableMetadata:
         if h is None:
             if needs_metadata(tmap):
                 self._complete(tmap, file, position)
+            elif may_hide_vectors(tmap):
+                self._vectors(tmap)
         else:
             self._from_history(h, tmap, file, position, again=again, full=full)
         done[id(tmap)] = (tmap, generation, full)
 
-    def _complete(self, tmap, file, position) -> None:
+    def _server_columns(self, tmap) -> list[ServerColumn]:
+        """*tmap*'s table in information_schema now (read once per table and table-map shape)."""
         key = (tmap.schema, tmap.table)
         shape = tuple((c.type, c.meta) for c in tmap.columns)
         hit = self._tables.get(key)
         if hit is not None and hit[0] == shape:
-            server = hit[1]
-        else:
-            self.reads += 1
-            server = read_columns(self.query, *key)
-            if len(self._tables) > 4096:
-                self._tables.clear()
-            self._tables[key] = (shape, server)
+            return hit[1]
+        self.reads += 1
+        server = read_columns(self.query, *key)
+        if len(self._tables) > 4096:
+            self._tables.clear()
+        self._tables[key] = (shape, server)
+        return server
+
+    def _vectors(self, tmap) -> None:
+        """A table map with full metadata whose VARBINARY columns may be MariaDB VECTORs: their
+        types from information_schema now, if it has the table map's shape (else a warning)."""
+        server = self._server_columns(tmap)
+        if server and not shape_problems(tmap, server):
+            schema_types(tmap, server)
+            return
+        mark = ("vectors", tmap.schema, tmap.table)
+        if mark not in self._warned:
+            self._warned.add(mark)
+            log.warning("the TABLE_MAP of %s %s does not match information_schema %s: its "
+                        "VARBINARY columns decode as bytes, though a MariaDB VECTOR column would "
+                        "be a list of floats", tmap.qualified_name, describe_table_map(tmap),
+                        describe_columns(server))
+
+    def _complete(self, tmap, file, position) -> None:
+        key = (tmap.schema, tmap.table)
+        server = self._server_columns(tmap)
         if not server:
             if key not in self._warned:
                 self._warned.add(key)
@@ -396,14 +439,18 @@ class TableMetadata:
 
     def _from_history(self, h, tmap, file, position, *, again: bool, full: bool) -> None:
         needs = needs_metadata(tmap)
+        vectors = full and may_hide_vectors(tmap)
         if not h.seeded and self.seed is not None:
-            if not needs or not h.captured(tmap.schema, tmap.table):
+            if not (needs or vectors) or not h.captured(tmap.schema, tmap.table):
                 return      # nothing to complete (a FULL table map is cross-checked once seeded)
             self.seed(h, at=(file, position))
         state, known = h.lookup(tmap.schema, tmap.table, file, position)
         if not known:
-            if h.captured(tmap.schema, tmap.table) and needs:
-                self._complete(tmap, file, position)
+            if h.captured(tmap.schema, tmap.table):
+                if needs:
+                    self._complete(tmap, file, position)
+                elif vectors:
+                    self._vectors(tmap)
             return
         where = f"at file {file}, position {position}"
         if isinstance(state, TableSchema):
@@ -420,6 +467,8 @@ class TableMetadata:
                                 tmap.qualified_name, where, state.origin,
                                 describe_table_map(tmap), describe_columns(columns),
                                 "; ".join(problems))
+                if not problems:
+                    schema_types(tmap, columns)     # MariaDB's VECTOR columns
                 if needs:   # FULL, but pre-5.6 temporals without their precision
                     self._complete(tmap, file, position) if problems else \
                         complete_table_map(tmap, columns)
@@ -446,6 +495,8 @@ class TableMetadata:
         if full:
             if needs:
                 self._complete(tmap, file, position)
+            elif vectors:
+                self._vectors(tmap)
             return
         why = state.describe() if isinstance(state, Unknown) else \
             "not there (dropped or renamed before this position)"
@@ -473,6 +524,8 @@ def _forget_completion(tmap) -> None:
         c.name = None
         c.enum_values = c.set_values = None
         c.primary_key = False
+        if c.real_type != logged_type(c):      # a MariaDB VECTOR (schema_types)
+            c.real_type, c.vector_dimensions = logged_type(c), None
         if bare:
             c.collation = None
             c.unsigned = False

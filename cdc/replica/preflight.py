@@ -28,7 +28,7 @@ Query = Callable[..., list]
 #: The server variables the checks read (one SHOW GLOBAL VARIABLES).
 VARIABLES = ("log_bin", "binlog_format", "binlog_row_image", "binlog_checksum", "server_id",
              "gtid_mode", "gtid_purged", "binlog_row_metadata", "binlog_expire_logs_seconds",
-             "expire_logs_days", "binlog_expire_logs_auto_purge")
+             "expire_logs_days", "binlog_expire_logs_auto_purge", "binlog_legacy_event_pos")
 
 PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
 

@@ -88,6 +88,18 @@ def binlog_dump_gtid(gtid_data: bytes, server_id: int, *, flags: int = 0, file: 
             + name + struct.pack("<QI", pos, len(gtid_data)) + gtid_data)
 
 
+def dump_flags(info: "ServerInfo", variables: dict, *, blocking: bool) -> int:
+    """The flags of the dump command: ``BINLOG_DUMP_NON_BLOCK`` unless *blocking*; on a MariaDB
+    that writes its transactions' events with end_log_pos 0 (11.4+, ``binlog_legacy_event_pos``
+    OFF, its default) ``BINLOG_SEND_ANNOTATE_ROWS_EVENT`` too: without those events the stream
+    has holes where they lie, and the events after them could not be placed in the file."""
+    flags = 0 if blocking else BINLOG_DUMP_NON_BLOCK
+    legacy = variables.get("binlog_legacy_event_pos")
+    if info.is_mariadb and legacy is not None and str(legacy).upper() not in ("ON", "1"):
+        flags |= BINLOG_SEND_ANNOTATE_ROWS_EVENT
+    return flags
+
+
 def heartbeat_period_ns(seconds: float) -> int:
     """``@master_heartbeat_period`` is in nanoseconds; 0 < period <= 4294967 s."""
     if not seconds or seconds <= 0:

@@ -9,7 +9,7 @@ from typing import Callable
 
 from cdc.errors import CdcError, SchemaError, is_transient
 from cdc.replica.binlog_ddl import ddl_statements
-from cdc.replica.metadata import COLUMNS_SQL, recover_members, server_column
+from cdc.replica.metadata import read_columns, recover_members, server_column
 from cdc.schema.columns import collation_of_name, safe_charset_collation
 from cdc.schema.tables import Diverged, TableSchema
 from cdc.schema.touched import exact_from as exact_from_statements
@@ -96,8 +96,10 @@ def read_schema(query: Callable, captures: Callable[[str], bool] | None = None,
             collations[(db, table)] = _collation(coll, None, known)
     where, args = _where("c", schemas)
     columns: dict[tuple, list] = {}
+    version = ""
     for row in query(_ALL_COLUMNS_SQL.format(where=where), args or None):
         key = (_text(row[0]), _text(row[1]))
+        version = row[-1]
         if key in collations:
             columns.setdefault(key, []).append(server_column(row[2:]))
     where, args = _where("s", schemas)
@@ -110,7 +112,7 @@ def read_schema(query: Callable, captures: Callable[[str], bool] | None = None,
                           sub_part is not None))
     tables = {}
     for key, cols in columns.items():
-        cols = recover_members(query, key[0], key[1], cols)
+        cols = recover_members(query, key[0], key[1], cols, version)
         tables[key] = _schema(cols, collations.get(key), keys.get(key, {}))
     return tables, databases
 
@@ -132,10 +134,9 @@ def read_table_schema(query: Callable, db: str, table: str,
                       known: dict | None = None) -> TableSchema | None:
     """One table as information_schema shows it now (None: not there); *known*: the server's
     collation ids by name."""
-    cols = [server_column(row) for row in query(COLUMNS_SQL, (db, table))]
+    cols = read_columns(query, db, table)
     if not cols:
         return None
-    cols = recover_members(query, db, table, cols)
     rows = query("SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
                  "AND TABLE_NAME = %s", (db, table))
     collation = _collation(rows[0][0], None, known) if rows and rows[0][0] else None

@@ -24,7 +24,8 @@ from cdc.values.types import ColumnDef, type_info
 __all__ = ["ServerColumn", "CODES", "BLOB_LENGTH_BYTES", "server_column", "shape_problems",
            "charset_collation", "collation_of_name", "max_bytes_per_char", "describe_columns",
            "describe_table_map", "TEXT_TYPES", "BLOB_TYPES", "convert_column",
-           "safe_charset_collation", "DEFAULT_COLLATIONS"]
+           "safe_charset_collation", "DEFAULT_COLLATIONS", "logged_type", "schema_types",
+           "may_hide_vectors"]
 
 _QUOTED = re.compile(r"'((?:[^']|'')*)'")
 _INT_CODES = {"tinyint": T.TINY, "smallint": T.SHORT, "mediumint": T.INT24, "int": T.LONG,
@@ -56,7 +57,7 @@ CODES: dict[str, frozenset] = {
     "varbinary": frozenset({T.VARCHAR, T.VAR_STRING}),
     "enum": frozenset({T.ENUM}), "set": frozenset({T.SET}),
     "json": frozenset({T.JSON}) | _BLOBS,   # MariaDB's JSON is LONGTEXT
-    "vector": frozenset({T.VECTOR}),
+    "vector": frozenset({T.VECTOR, T.VARCHAR, T.VAR_STRING}),   # MariaDB's: a VARBINARY
     "uuid": frozenset({T.STRING}), "inet6": frozenset({T.STRING}), "inet4": frozenset({T.STRING}),
 }
 for _name in BLOB_LENGTH_BYTES:
@@ -98,6 +99,12 @@ class ServerColumn(NamedTuple):
         if self.member_names is not None:
             return list(self.member_names)
         return [v.replace("''", "'") for v in _QUOTED.findall(self.column_type)]
+
+    @property
+    def dimensions(self) -> int | None:
+        """A VECTOR's dimensions (None: not a VECTOR, or not said)."""
+        m = re.fullmatch(r"vector\((\d+)\)", self.column_type.strip().lower())
+        return int(m.group(1)) if self.data_type == "vector" and m else None
 
     @property
     def charset(self) -> str | None:
@@ -332,9 +339,40 @@ def _set_pack(n: int) -> int:
     return 8 if length > 4 else length
 
 
+def logged_type(c: ColumnDef) -> int:
+    """The type code the binlog logged column *c* as: its ``real_type``, but a VARCHAR that
+    :func:`schema_types` made a VECTOR is the VARCHAR."""
+    return c.type if c.type in (T.VARCHAR, T.VAR_STRING) else c.real_type
+
+
+def may_hide_vectors(tmap) -> bool:
+    """Whether a column of *tmap* may be a MariaDB VECTOR, which its binlog logs as a VARBINARY
+    of 4 bytes per dimension (nothing in the table map tells it from one)."""
+    return tmap.mariadb and any(
+        c.type in (T.VARCHAR, T.VAR_STRING) and c.collation in (None, BINARY_COLLATION)
+        and c.meta and c.meta % 4 == 0 for c in tmap.columns)
+
+
+def schema_types(tmap, columns) -> None:
+    """Give *tmap*'s columns the types only the schema *columns* (of the same shape) know:
+    a MariaDB VECTOR, logged as a VARBINARY, decodes as MySQL's VECTOR (``real_type``
+    :data:`~cdc.binlog.constants.ColumnType.VECTOR`, a list of floats); a VARBINARY stays one.
+    The table's decoding plans are rebuilt when a type changed."""
+    changed = False
+    for c, s in zip(tmap.columns, columns):
+        if c.type in (T.VARCHAR, T.VAR_STRING):
+            want = T.VECTOR if s.data_type == "vector" else c.type
+            if c.real_type != want:
+                c.real_type = want
+                c.vector_dimensions = s.dimensions if want == T.VECTOR else None
+                changed = True
+    if changed:
+        tmap.replan()
+
+
 def _meta_problem(c: ColumnDef, s: ServerColumn) -> str | None:
     """Why *c*'s metadata cannot be *s*'s (None: it can), where both are exact."""
-    rt, meta = c.real_type, c.meta
+    rt, meta = logged_type(c), c.meta
     if meta is None:
         return None
     dt = s.data_type
@@ -344,6 +382,9 @@ def _meta_problem(c: ColumnDef, s: ServerColumn) -> str | None:
     if rt in (T.TIME2, T.DATETIME2, T.TIMESTAMP2):
         return None if meta == (s.precision or 0) else f"{type_info(rt).name}({meta}) vs " \
                                                        f"{s.column_type}"
+    if rt in (T.VARCHAR, T.VAR_STRING) and dt == "vector" and s.dimensions is not None:
+        want = 4 * s.dimensions      # MariaDB's VECTOR(n): a VARBINARY(4n)
+        return None if meta == want else f"{meta} bytes vs {s.column_type} ({want} bytes)"
     if rt in (T.VARCHAR, T.VAR_STRING) and s.octets is not None and dt in ("varchar", "varbinary"):
         return None if meta == s.octets else f"{meta} bytes vs {s.describe()} ({s.octets} bytes)"
     if rt == T.STRING and s.octets is not None and dt in ("char", "binary"):
@@ -371,8 +412,9 @@ def shape_problems(tmap, columns, *, exact: bool = True, names: bool = False) ->
     out = []
     for c, s in zip(tmap.columns, columns):
         codes = CODES.get(s.data_type)
-        if codes is not None and c.real_type not in codes:
-            out.append(f"column {c.index + 1}: {type_info(c.real_type).name} vs {s.describe()}")
+        if codes is not None and logged_type(c) not in codes:
+            out.append(f"column {c.index + 1}: {type_info(logged_type(c)).name} vs "
+                       f"{s.describe()}")
             continue
         if names and c.name is not None and c.name != s.name:
             out.append(f"column {c.index + 1}: named {c.name!r} vs {s.name!r}")
@@ -387,8 +429,8 @@ def describe_table_map(tmap) -> str:
     """``(INT, VARCHAR(40 bytes), ...)``: a table map's shape, for messages."""
     parts = []
     for c in tmap.columns:
-        name = type_info(c.real_type).name
-        rt, meta = c.real_type, c.meta
+        rt, meta = logged_type(c), c.meta
+        name = type_info(rt).name
         if rt in (T.VARCHAR, T.VAR_STRING) and meta is not None:
             name += f"({meta} bytes)"
         elif rt == T.STRING and meta is not None:

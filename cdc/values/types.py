@@ -28,7 +28,8 @@ ENUM / SET             ``str`` (SET: comma-joined, definition order) when the ta
 JSON (MySQL binary)    the decoded document (dict/list/str/int/float/Decimal/bool/...); the
                        ``null`` document: :data:`~cdc.values.kinds.JSON_NULL` (not ``None``)
 GEOMETRY               :class:`Geometry` (srid, wkb)
-VECTOR                 ``list[float]`` (float32 values)
+VECTOR                 ``list[float]`` (float32 values); MariaDB's too (logged as a VARBINARY: the
+                       schema tells it apart)
 =====================  ==================================================================
 Columns absent from a row image (binlog_row_image=MINIMAL/NOBLOB) hold :data:`ABSENT`.
 The value classes (:data:`ABSENT`, :class:`InvalidTemporal`, :class:`Geometry`) live in
@@ -386,10 +387,24 @@ def _set_factory(col):
     return dec
 
 
-def _length_prefixed(convert: Callable[[bytes], object], default_lb: int = 4):
-    """A value stored as <metadata-many length bytes><that many bytes>, then converted."""
+def _meta_length_bytes(col) -> int:
+    return col.meta or 4
+
+
+def _vector_length_bytes(col) -> int:
+    """MySQL's VECTOR has its own type code (metadata: the length bytes); MariaDB logs a VECTOR
+    as a VARBINARY (VARCHAR's length bytes), a VECTOR only by the schema's word (see
+    :func:`cdc.schema.columns.schema_types`)."""
+    if col.type in (T.VARCHAR, T.VAR_STRING):
+        return _varchar_length_bytes(col)
+    return _meta_length_bytes(col)
+
+
+def _length_prefixed(convert: Callable[[bytes], object],
+                     length_bytes: Callable[[ColumnDef], int] = _meta_length_bytes):
+    """A value stored as <length_bytes(col) length bytes><that many bytes>, then converted."""
     def factory(col):
-        lb = col.meta or default_lb
+        lb = length_bytes(col)
 
         def dec(buf, pos):
             start = pos + lb
@@ -410,7 +425,7 @@ def _vector_value(raw: bytes) -> list:
 
 _json_factory = _length_prefixed(decode_json)
 _geometry_factory = _length_prefixed(_geometry_value)
-_vector_factory = _length_prefixed(_vector_value)
+_vector_factory = _length_prefixed(_vector_value, _vector_length_bytes)
 
 
 def _unsupported(name):

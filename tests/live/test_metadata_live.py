@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from cdc.binlog.files import read_events
+from cdc.binlog.events import TableMapEvent
+from cdc.binlog.files import BinlogFileReader, read_events
 from cdc.binlog.transactions import assemble
 from cdc.errors import ParseError, SchemaError
 from cdc.positions import Start
@@ -187,8 +188,9 @@ def test_changed_table_is_a_schema_error(old_server):
 def test_enum_set_members_with_4_byte_characters(old_server, caplog):
     """information_schema (and SHOW CREATE TABLE) show a member with a 4-byte character as '?'
     (utf8mb3 metadata): the members are read from the server's values instead -- on MariaDB
-    through TYPE OF variables even when no row holds them any more; where that statement is not
-    available (MySQL), from rows that hold them, and a member no row holds is a warning."""
+    through TYPE OF variables even when no row holds them any more; where the server refuses that
+    statement, from rows that hold them (MySQL's way: tests/live/test_enum_members_live.py), and
+    a member no row holds is a warning."""
     from cdc.replica.metadata import read_columns
 
     db = "emoji"
@@ -215,7 +217,7 @@ def test_enum_set_members_with_4_byte_characters(old_server, caplog):
         assert cols["e"].members == ["a😀", "?", "b'q", "ü𝄞"]
         assert cols["s"].members == ["x😀", "y", "🐍z"]
 
-        # without TYPE OF variables (MySQL): rows holding the members, the rest a warning
+        # TYPE OF variables refused: rows holding the members, the rest a warning
         from cdc.errors import CdcError
 
         def no_compound(sql, args):
@@ -237,3 +239,25 @@ def test_enum_set_members_with_4_byte_characters(old_server, caplog):
     client.close()
     assert [(c.op, c.after or c.before) for c in changes][:3] == [
         ("c", (1, "a😀", "x😀,🐍z")), ("c", (2, "?", "y")), ("c", (3, "ü𝄞", "🐍z"))]
+
+
+@pytest.mark.servers("mariadb-11.8")
+def test_schema_error_names_the_table_maps_position(server, mariadb_factory, tmp_path):
+    """MariaDB 11.4+ writes end_log_pos 0 in the events of a transaction
+    (binlog_legacy_event_pos=OFF): their positions on a stream are still the real ones -- here in
+    the SchemaError of a table changed after its rows were written."""
+    server = mariadb_factory(extra_options={"binlog_row_metadata": "NO_LOG"})
+    server.execute("CREATE DATABASE changed")
+    server.execute("CREATE TABLE a (id INT PRIMARY KEY, s VARCHAR(9))", database="changed")
+    start = server.current_position()
+    server.execute("INSERT INTO a VALUES (1, 'x')", database="changed")
+    server.execute("ALTER TABLE a ADD COLUMN w INT", database="changed")
+    files = server.snapshot_binlogs(tmp_path / "binlogs", since_file=start[0])
+    maps = [ev for ev in BinlogFileReader(files).events()
+            if isinstance(ev, TableMapEvent) and ev.table.table == "a"]
+    client = _client(server, Start.at(*start))
+    with pytest.raises(SchemaError) as e:
+        for _tx in client.transactions():
+            pass
+    client.close()
+    assert f"at file {maps[0].file}, position {maps[0].pos} " in str(e.value)
