@@ -168,8 +168,12 @@ def _decode(body, post_header_len: int, mariadb: bool) -> TableMap:
 
 
 def _is_character(col: ColumnDef, mariadb: bool) -> bool:
+    """Whether *col* has an entry in the (DEFAULT_|COLUMN_)CHARSET lists: the character types,
+    and GEOMETRY on MariaDB, VECTOR (binary) on MySQL."""
     if col.real_type == T.GEOMETRY:
         return mariadb
+    if col.real_type == T.VECTOR:
+        return True
     return col.real_type not in (T.ENUM, T.SET) and type_info(col.type).character
 
 
