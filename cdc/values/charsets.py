@@ -30,7 +30,7 @@ STORED_BYTES_COLLATION = 1024 + BINARY_COLLATION
 _CODECS = {
     "utf8mb3": "utf-8", "ucs2": "utf-16-be", "utf8mb4": "utf-8", "utf16": "utf-16-be",
     "utf16le": "utf-16-le", "utf32": "utf-32-be", "binary": None,
-    "gb18030": "gb18030",   # MySQL 8 only: not in MariaDB's tables (Python's codec)
+    "gb18030": "mysql_gb18030",   # MySQL 8 only: not in MariaDB's tables (see below)
 }
 _CODECS.update({cs: "mysql_" + cs for cs in SINGLE_BYTE})
 
@@ -184,10 +184,26 @@ def _table_codec(name: str, cs: str):
     return codecs.CodecInfo(encode, decode, name=name)
 
 
+#: MySQL's gb18030 is GB18030-2005, Python's codec GB18030-2000: they differ in one pair of
+#: codes, A8BC (MySQL: U+1E3F) and 8135F437 (MySQL: U+E7C7), which Python swaps.
+_GB18030_2005 = {0xE7C7: 0x1E3F, 0x1E3F: 0xE7C7}
+
+
+def _gb18030_codec():
+    def encode(text, errors="strict"):
+        return codecs.encode(text.translate(_GB18030_2005), "gb18030", errors), len(text)
+
+    def decode(raw, errors="strict"):
+        return str(bytes(raw), "gb18030", errors).translate(_GB18030_2005), len(raw)
+    return codecs.CodecInfo(encode, decode, name="mysql_gb18030")
+
+
 def _codec_info(name: str):
     if not name.startswith("mysql_"):
         return None
     cs = name[6:]
+    if cs == "gb18030":
+        return _gb18030_codec()
     if cs in MULTI_BYTE:
         return _table_codec(name, cs)
     table = SINGLE_BYTE.get(cs)
@@ -221,7 +237,7 @@ def make_text_decoder(collation_id: int | None):
             except UnicodeDecodeError:
                 return InvalidText(raw)
         return dec_guess
-    if codec.startswith("mysql_"):
+    if codec.startswith("mysql_") and codec != "mysql_gb18030":
         cs = codec[6:]
         if cs in MULTI_BYTE:
             return _multi_byte_decoder(cs)
