@@ -8,7 +8,7 @@ from cdc.binlog.constants import ColumnType as T
 from cdc.binlog.wire import bits_set, bits_set_msb, read_lenenc, read_lenenc_bytes
 from cdc.errors import ParseError, TruncatedEventError
 from cdc.rows.decode import RowPlans
-from cdc.values.charsets import STORED_BYTES_COLLATION, make_text_decoder
+from cdc.values.charsets import STORED_BYTES_COLLATION, make_text_decoder, mysql_collation
 from cdc.values.types import TYPES, ColumnDef, TypeInfo, type_info
 
 # Optional metadata field types (binlog_row_metadata=MINIMAL/FULL)
@@ -285,6 +285,9 @@ def _optional_metadata(body, pos: int, columns: list[ColumnDef], mariadb: bool) 
             for c in [c for c in columns if c.real_type == T.VECTOR]:
                 c.vector_dimensions, p = read_lenenc(value, p)
         # unknown field types are skipped: their length is known
+    if not mariadb:
+        for c in columns:
+            c.collation = mysql_collation(c.collation)
     for idx, raws in members.items():
         c = columns[idx]
         if c.real_type == T.SET:

@@ -24,6 +24,9 @@ BINARY_COLLATION = 63
 #: padded, never converted) -- what output printing the binlog's own bytes (``mysqlbinlog -v``
 #: style) decodes text columns with. Its character set is ``binary``.
 STORED_BYTES_COLLATION = 1024 + BINARY_COLLATION
+#: Not a server collation: MySQL's latin2_czech_cs (id 2), which table maps of MySQL binlogs
+#: give their latin2_czech_cs columns (:func:`mysql_collation`). Its character set is ``latin2``.
+MYSQL_LATIN2_CZECH_COLLATION = 4096 + 2
 
 # charset name -> Python codec (None: binary, keep bytes); the single-byte and East Asian sets:
 # "mysql_<name>", the server's tables (registered below)
@@ -50,7 +53,7 @@ _EXPLICIT = {
     81: "cp852", 82: "swe7", 83: "utf8mb3", 84: "big5", 85: "euckr", 86: "gb2312", 87: "gbk",
     88: "sjis", 89: "tis620", 90: "ucs2", 91: "ujis", 92: "geostd8", 93: "geostd8", 94: "latin1",
     95: "cp932", 96: "cp932", 97: "eucjpms", 98: "eucjpms", 99: "cp1250",
-    STORED_BYTES_COLLATION: "binary",
+    STORED_BYTES_COLLATION: "binary", MYSQL_LATIN2_CZECH_COLLATION: "latin2",
 }
 
 # (first id, last id, charset) — Unicode (UCA) collation blocks. MariaDB's blocks run a little
@@ -81,12 +84,23 @@ def charset_of(collation_id: int | None) -> str | None:
 
 
 #: Collations that convert differently from their character set, by name and id (the same on
-#: MySQL and MariaDB): latin2_czech_cs turns bytes 0x7F-0x9F into "?" (CONVERT(... USING utf8mb4)
-#: on the server), latin2 keeps them.
+#: MySQL and MariaDB): latin2_czech_cs turns bytes 0x80-0x9F into "?" (CONVERT(... USING
+#: utf8mb4) on the server), latin2 keeps them; MariaDB's turns 0x7F into "?" too, MySQL's keeps it.
 DECODED_APART = {"latin2_czech_cs": 2}
-_COLLATION_CODECS = {DECODED_APART["latin2_czech_cs"]: "mysql_latin2_czech"}
+_COLLATION_CODECS = {DECODED_APART["latin2_czech_cs"]: "mysql_latin2_czech",
+                     MYSQL_LATIN2_CZECH_COLLATION: "mysql_latin2_czech_mysql"}
 SINGLE_BYTE["latin2_czech"] = (SINGLE_BYTE["latin2"][:0x7F] + "?" * (0xA0 - 0x7F)
                                + SINGLE_BYTE["latin2"][0xA0:])
+SINGLE_BYTE["latin2_czech_mysql"] = (SINGLE_BYTE["latin2"][:0x80] + "?" * (0xA0 - 0x80)
+                                     + SINGLE_BYTE["latin2"][0xA0:])
+
+
+def mysql_collation(collation_id: int | None) -> int | None:
+    """The collation a MySQL server's *collation_id* decodes as: the id itself, but for the
+    collations MySQL converts apart from MariaDB's of the same id."""
+    if collation_id == DECODED_APART["latin2_czech_cs"]:   # MySQL keeps 0x7F
+        return MYSQL_LATIN2_CZECH_COLLATION
+    return collation_id
 
 
 def codec_of(collation_id: int | None) -> str | None:
