@@ -53,7 +53,9 @@ def _stored_text_table(tmap):
     return hit[1]
 
 
-def _print_text(ev: Event, out, table_filter) -> None:
+def _print_text(ev: Event, out, table_filter, mysql: bool) -> None:
+    """One event as text; rows as *mysql* (a MySQL binlog: ``mysqlbinlog -v``) or
+    ``mariadb-binlog -v`` prints them."""
     out.write(f"# at {ev.pos}\n#{_ts(ev.timestamp)} server id {ev.server_id}  end_log_pos "
               f"{ev.end_pos} \t{_describe(ev)}\n")
     if isinstance(ev, RowsEvent) and ev.table is not None:
@@ -64,7 +66,7 @@ def _print_text(ev: Event, out, table_filter) -> None:
         # text columns as the bytes the binlog stores, like mysqlbinlog -v (not re-encoded: in
         # some character sets two byte sequences decode to one character)
         table = _stored_text_table(ev.table)
-        lines = mysqlbinlog_rows(ev.kind, table, ev.decode_rows(table))
+        lines = mysqlbinlog_rows(ev.kind, table, ev.decode_rows(table), mysql)
         if buf is not None:
             buf.write(b"\n".join(lines) + b"\n")
             buf.flush()
@@ -84,8 +86,11 @@ def cmd_decode(args) -> int:
                               charset=args.charset)
     out = sys.stdout
     if args.format == "text":
+        mysql = False
         for ev in reader.events():
-            _print_text(ev, out, table_filter)
+            if isinstance(ev, FormatDescriptionEvent):
+                mysql = not ev.is_mariadb
+            _print_text(ev, out, table_filter, mysql)
     else:
         asm = TransactionAssembler(table_filter or None)
         for ev in reader.events():

@@ -233,11 +233,17 @@ def _build_json_pair_renderer(columns, names):
 _INT_BITS = {T.TINY: 8, T.SHORT: 16, T.INT24: 24, T.LONG: 32, T.LONGLONG: 64}
 
 
-def _quoted(raw: bytes) -> bytes:
+#: how ``mysqlbinlog -v`` (MySQL) escapes bytes in quoted values; other bytes below 0x20 are
+#: ``\xNN``.  ``mariadb-binlog -v`` writes every byte below 0x20 as ``\xNN`` and the rest as is.
+_MYSQL_ESCAPES = {0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0C: b"\\f", 0x0D: b"\\r",
+                  0x27: b"\\'", 0x5C: b"\\\\"}
+
+
+def _quoted(raw: bytes, mysql: bool = False) -> bytes:
     out = bytearray(b"'")
     for b in raw:
-        if b < 0x20:
-            out += b"\\x%02x" % b
+        if b < 0x20 or mysql and (b == 0x27 or b == 0x5C):
+            out += _MYSQL_ESCAPES.get(b, b"\\x%02x" % b) if mysql else b"\\x%02x" % b
         else:
             out.append(b)
     out.append(0x27)
@@ -255,9 +261,9 @@ def _frac(us: int, fsp: int) -> str:
     return ("." + ("%06d" % us)[:fsp]) if fsp else ""
 
 
-def mysqlbinlog_value(v, col: ColumnDef) -> bytes:
-    """A value exactly as ``mariadb-binlog -v`` / ``mysqlbinlog -v`` prints it (bytes: the tools
-    print string bytes raw)."""
+def mysqlbinlog_value(v, col: ColumnDef, mysql: bool = False) -> bytes:
+    """A value exactly as ``mariadb-binlog -v`` (*mysql* false) / ``mysqlbinlog -v`` (*mysql*:
+    a MySQL binlog) prints it (bytes: the tools print string bytes raw)."""
     if v is None:
         return b"NULL"
     rt = col.real_type
@@ -315,22 +321,23 @@ def mysqlbinlog_value(v, col: ColumnDef) -> bytes:
         stored = mask.to_bytes(col.meta[1], "little")
         return b"b'" + "".join(format(b, "08b") for b in stored).encode() + b"'"
     if rt == T.JSON:
-        return _quoted(json_to_text(v).encode("utf-8", "surrogateescape"))
+        return _quoted(json_to_text(v).encode("utf-8", "surrogateescape"), mysql)
     if rt == T.GEOMETRY:
-        return _quoted(struct.pack("<I", v.srid) + v.wkb)
-    if rt == T.VECTOR:
-        return _quoted(struct.pack("<%df" % len(v), *v))
+        return _quoted(struct.pack("<I", v.srid) + v.wkb, mysql)
+    if rt == T.VECTOR:   # MySQL's type: mysqlbinlog prints the values, like VECTOR_TO_STRING
+        return b"[" + b",".join(b"%.5e" % x for x in v) + b"]"
     if isinstance(v, bytes):
         if rt == T.STRING and col.collation == BINARY_COLLATION:
             v = v.rstrip(b"\0")  # the binlog stores BINARY(n) without its padding
-        return _quoted(v)
+        return _quoted(v, mysql)
     if isinstance(v, str):
-        return _quoted(_encode_text(v, col))
-    return _quoted(str(v).encode())
+        return _quoted(_encode_text(v, col), mysql)
+    return _quoted(str(v).encode(), mysql)
 
 
-def mysqlbinlog_rows(change_kind: str, table, rows) -> list[bytes]:
-    """The ``### ...`` lines mysqlbinlog -v prints for one rows event."""
+def mysqlbinlog_rows(change_kind: str, table, rows, mysql: bool = False) -> list[bytes]:
+    """The ``### ...`` lines ``mariadb-binlog -v`` (*mysql*: ``mysqlbinlog -v``) prints for
+    one rows event."""
     q = ("`%s`.`%s`" % (table.schema, table.table)).encode()
     cols = table.columns
     out = []
@@ -339,7 +346,7 @@ def mysqlbinlog_rows(change_kind: str, table, rows) -> list[bytes]:
         for c, v in zip(cols, values):
             if v is ABSENT:
                 continue
-            out.append(b"###   @%d=%s" % (c.index + 1, mysqlbinlog_value(v, c)))
+            out.append(b"###   @%d=%s" % (c.index + 1, mysqlbinlog_value(v, c, mysql)))
 
     for row in rows:
         if change_kind == "insert":
