@@ -551,8 +551,13 @@ KNOWN_DEFECTS: dict = {
 }
 
 
-@pytest.mark.parametrize("workload,group,source", CASES, indirect=["workload"], scope="module")
-def test_decoded_equals_select(workload, group, source, row_decoder, spark_lazy, request):
+# one parameter for group and source, its value holding the level: pytest groups the tests of a
+# module-scoped parameter by value, so a shared ("types", "files") would interleave the levels'
+# tests and start each level's server many times
+@pytest.mark.parametrize("workload,case", [(c[0], c) for c in CASES],
+                         ids=["-".join(c) for c in CASES], indirect=["workload"], scope="module")
+def test_decoded_equals_select(workload, case, row_decoder, spark_lazy, request):
+    _, group, source = case
     known = KNOWN_DEFECTS.get((workload.level, group, source))
     if known and not (source.startswith("spark") and row_decoder == "python"):
         request.applymarker(pytest.mark.xfail(strict=True, reason=known))
