@@ -1,21 +1,32 @@
-"""Differential type oracle (issue 12): every MariaDB column type and every charset (and every
-collation) of the running server, written with ``binlog_row_metadata`` FULL, NO_LOG and MINIMAL
-(with compressed events), and with ``mysql56_temporal_format=OFF``, decoded by every path we ship, must equal the server's
-own SELECT.
+"""Differential type oracle (issue 12): every column type and every charset (and every
+collation) of MariaDB 10.11 and of MySQL 9.7, written at several binlog levels, decoded by every
+path we ship, must equal the server's own SELECT.
+
+Levels (a private server each): MariaDB ``FULL``, ``NO_LOG``, ``MINIMAL`` (``binlog_row_metadata``;
+MINIMAL with compressed events) and ``OLD_TEMPORAL`` (``mysql56_temporal_format=OFF``); MySQL
+``mysql-FULL``, ``mysql-MINIMAL`` (with compressed transactions), ``mysql-PARTIAL_JSON`` and
+``mysql-PARTIAL_JSON_MINIMAL`` (``binlog_row_value_options=PARTIAL_JSON``, full and
+primary-key-only before images: JSON diffs decode to the document, or to diffs that applied to
+the document before give the document after).
 
 The matrix and the canonical forms are in :mod:`tests.support.type_matrix`.  One workload per
-level (a private server each): CREATE + multi-row INSERT, ``UPDATE .. SET id = id + 100000``
-(every column in a before and an after image), DELETE of every other row.  References are
-SELECTed after the INSERT and after the UPDATE.  Each case is its own test id
+level: CREATE + multi-row INSERT, the table's UPDATEs (each ``SET id = id + 100000``, every
+column in a before and an after image, and its assignments), DELETE of every other row.
+References are SELECTed after the INSERT and after each UPDATE.  Each case is its own test id
 ``[<decoder>-<level>-<group>-<source>]`` (group: ``types``, ``single`` (a one-column table),
-``charset-<name>``, ``old-fsp0``/``old-fsp``); sources:
+``charset-<name>``, ``old-fsp0``/``old-fsp``; MySQL also ``geometry``, ``json``,
+``json-strings``, ``json-null``, ``partial-json``); sources:
 
 * ``replica``: :class:`cdc.ReplicaClient` row images (both row decoders);
 * ``files``: ``read_events`` + ``assemble`` over the closed binlog files (both row decoders);
 * ``cli``: ``binlog-cdc decode --format jsonl`` (``BINLOG_CDC_DECODER`` per decoder);
+* ``text``: ``binlog-cdc decode`` against ``mariadb-binlog -v`` / ``mysqlbinlog -vv`` (not for
+  MySQL's geometry, which mysqlbinlog does not print, nor partial JSON, which it prints as
+  ``JSON_REPLACE(@2, ...)``);
 * ``spark-json`` / ``spark-typed``: a batch read of the files by the Spark source;
 * ``spark-stream-json`` / ``spark-stream-typed``: an availableNow stream from the live server
-  (Spark workers decode with their default decoder: the Spark sources run under ``[c]`` only).
+  (Spark workers decode with their default decoder: the Spark sources run under ``[c]`` only;
+  on MySQL for a subset of the groups, :data:`MYSQL_SPARK_GROUPS`).
 
 What the binlog alone cannot tell is not demanded of file decoders: under NO_LOG (no charsets,
 signedness, members, names) they use the documented default charset utf8mb4 and the columns
@@ -23,6 +34,7 @@ that need metadata (``Col.needs_metadata``) are not compared; under MINIMAL only
 are missing; a typed batch read of such files is a ConfigurationError naming
 binlog_row_metadata=FULL; old temporal formats with fractional seconds are an error naming
 mysql56_temporal_format.  Live streams (which read information_schema) are held to every column.
+MySQL 5.7's binary JSON is the format 9.7 writes: the MySQL levels cover it.
 """
 from __future__ import annotations
 
@@ -89,13 +101,13 @@ CASES = ([(lv, g, s) for lv in ("FULL", "NO_LOG") for g in GROUPS for s in SOURC
          + [("mysql-FULL", g, s) for g in MYSQL_GROUPS for s in PLAIN_SOURCES
             if (g, s) != ("geometry", "text")]
          + [("mysql-FULL", g, s) for g in MYSQL_SPARK_GROUPS for s in SPARK_SOURCES]
-         + [("mysql-FULL", "types", "spark-stream-typed")]
+         + [("mysql-FULL", g, "spark-stream-typed") for g in ("types", "geometry", "json")]
          + [("mysql-MINIMAL", g, s) for g in ("types", "single", "json", "charset-gb18030",
                                               *("charset-" + c for c in MINIMAL_CHARSETS))
             for s in PLAIN_SOURCES]
          + [("mysql-MINIMAL", g, s) for g in ("types", "json") for s in SPARK_SOURCES]
          + [(lv, "partial-json", s) for lv in ("mysql-PARTIAL_JSON", "mysql-PARTIAL_JSON_MINIMAL")
-            for s in ("replica", "files", "cli", *SPARK_SOURCES)])
+            for s in ("replica", "files", "cli", *SPARK_SOURCES, "spark-stream-typed")])
 UPDATE_SHIFT = 100000
 #: tables whose binlog files cannot be decoded without the server (old temporal formats with
 #: fractional seconds): file decoders must raise an error naming the setting
@@ -392,10 +404,12 @@ def _spark_stream(w: Workload, spark, k: int, table: str | None) -> dict:
     return out
 
 
-def _decoded(w: Workload, source: str, decoder: str, spark_fixture, k: int):
+def _decoded(w: Workload, source: str, decoder: str, spark_fixture, k: int, table: str):
     """The changes of binlog file set *k* by *source*: ``{table: [(op, before, after, how)]}``
-    (Spark typed: per table, or the exception), or the exception that stopped the source."""
-    key = (source, decoder if not source.startswith("spark") else "default", k)
+    (Spark typed: per table, or the exception), or the exception that stopped the source.
+    A typed stream reads *table* alone."""
+    key = (source, decoder if not source.startswith("spark") else "default", k,
+           table if source == "spark-stream-typed" else None)
     if key not in w.cache:
         try:
             if source == "replica":
@@ -411,7 +425,7 @@ def _decoded(w: Workload, source: str, decoder: str, spark_fixture, k: int):
             elif source == "spark-stream-json":
                 w.cache[key] = _spark_stream(w, spark_fixture(), k, None)
             elif source == "spark-stream-typed":
-                w.cache[key] = _spark_stream(w, spark_fixture(), k, "types")
+                w.cache[key] = _spark_stream(w, spark_fixture(), k, table)
             else:
                 w.cache[key] = _spark_typed(w, spark_fixture(), k)
         except Exception as e:   # noqa: BLE001 - the test reports it
@@ -568,7 +582,7 @@ def test_decoded_equals_select(workload, case, row_decoder, spark_lazy, request)
         pytest.skip(f"{group}: not in this server's SHOW CHARACTER SET")
     name = _table_name(group)
     table = workload.tables[name]
-    got = _decoded(workload, source, row_decoder or "c", spark_lazy, workload.set_of(name))
+    got = _decoded(workload, source, row_decoder or "c", spark_lazy, workload.set_of(name), name)
     if source == "spark-typed" and not isinstance(got, Exception):
         got = got[name]
     if source == "text" and not isinstance(got, Exception):
