@@ -125,6 +125,11 @@ class BinlogPurgedError(ReplicationError):
     """The requested binlog file or GTIDs are no longer on the server."""
 
 
+class DivergedServerError(ReplicationError):
+    """The server lacks transactions a stream position already delivered (a failover to a
+    replica that never received them): resuming there would silently diverge."""
+
+
 class ServerIdConflictError(ReplicationError):
     """Another replica is connected with the same server_id."""
 
@@ -198,6 +203,12 @@ class TransientServerError(ServerConnectionError):
     def __init__(self, message: str, code: int | None = None):
         super().__init__(message)
         self.code = code
+
+
+class ServerUnreachableError(TransientServerError):
+    """Nothing answers at the server's address: the connection was refused, or the host name
+    does not resolve. A first connection fails at once on it (a wrong host or port); a
+    connection lost after a first success retries it (the server may be restarting)."""
 
 
 def map_server_error(code: int, message: str, *, user: str | None = None,

@@ -102,12 +102,30 @@ def _start_named(name: str, **kwargs: Any) -> EmbeddedMariaDB:
     return start_or_skip(server)
 
 
+def gtid_prefix(server) -> str:
+    """How the GTIDs of the server's own transactions begin: ``0-1-`` (MariaDB, domain 0,
+    server_id 1) or ``<server_uuid>:`` (MySQL)."""
+    if server.FLAVOR == "mariadb":
+        return f"0-{server.server_id}-"
+    return server.execute("SELECT @@server_uuid")[0][0] + ":"
+
+
+def reference_decoder(server) -> list[str]:
+    """The server's own binlog decoder printing row events as pseudo-SQL: ``mariadb-binlog -v``
+    or ``mysqlbinlog -v`` (of the server's private root)."""
+    name = "mariadb-binlog" if server.FLAVOR == "mariadb" else "mysqlbinlog"
+    program = server.program(name)
+    if program is None:
+        pytest.fail(f"{name} of {server} not found", pytrace=False)
+    return [program, "--no-defaults", "-v", "--base64-output=decode-rows"]
+
+
 @pytest.fixture(scope="session")
-def server(request: pytest.FixtureRequest):
+def embedded(request: pytest.FixtureRequest):
     """A started embedded server: MariaDB 10.11 (the machine's), unless the test is marked
     ``@pytest.mark.servers(...)``, which runs it once per named server (``[mysql-9.7]``...).
     Every server has the user cdc/cdc-secret, database cdc_test, a ROW binlog with FULL images
-    and metadata; MySQL has GTID mode on."""
+    and metadata; MySQL has GTID mode on.  Tests use it as ``server`` or ``mariadb``."""
     name = getattr(request, "param", "mariadb-10.11")
     started = _start_named(name)
     started.server_name = name
@@ -118,10 +136,16 @@ def server(request: pytest.FixtureRequest):
 
 
 @pytest.fixture(scope="session")
-def mariadb(server):
-    """The embedded server of the test (see ``server``): MariaDB 10.11 unless the test is
+def server(embedded):
+    """The embedded server of the test (see ``embedded``): MariaDB 10.11 unless the test is
     marked ``servers``."""
-    return server
+    return embedded
+
+
+@pytest.fixture(scope="session")
+def mariadb(embedded):
+    """The embedded server of the test, by its old name (``embedded``)."""
+    return embedded
 
 
 @pytest.fixture(scope="session")
@@ -159,16 +183,38 @@ def mariadb_nolog(tmp_path_factory: pytest.TempPathFactory):
         server.cleanup()
 
 
-@pytest.fixture(params=["FULL", "NO_LOG"])
+@pytest.fixture(scope="session")
+def mysql97_minimal(tmp_path_factory: pytest.TempPathFactory):
+    """A second private MySQL 9.7 with ``binlog_row_metadata=MINIMAL`` (MySQL's default): table
+    maps without names, ENUM/SET members or keys, which the schema history completes."""
+    started = _start_named("mysql-9.7", basedir=tmp_path_factory.mktemp("mysql-minimal"),
+                           extra_options={"binlog_row_metadata": "MINIMAL"})
+    started.server_name = "mysql-9.7"
+    try:
+        yield started
+    finally:
+        started.cleanup()
+
+
+METADATA_SERVERS = {"FULL": "mariadb", "NO_LOG": "mariadb_nolog", "mysql-FULL": "mysql97",
+                    "mysql-MINIMAL": "mysql97_minimal"}
+
+
+@pytest.fixture
 def metadata_server(request):
-    """The test once on ``mariadb`` (``binlog_row_metadata=FULL``), once on ``mariadb_nolog``."""
-    return request.getfixturevalue("mariadb" if request.param == "FULL" else "mariadb_nolog")
+    """The test once per binlog_row_metadata level: MariaDB 10.11 FULL (``mariadb``) and NO_LOG
+    (``mariadb_nolog``); in a test marked ``servers`` that names MySQL 9.7, also MySQL 9.7 FULL
+    (``mysql97``) and MINIMAL (``mysql97_minimal``).  ``CDC_SERVERS`` narrows it."""
+    name = "mysql-9.7" if request.param.startswith("mysql") else "mariadb-10.11"
+    if not selected_servers((name,)):
+        pytest.skip(f"CDC_SERVERS leaves out {name}")
+    return request.getfixturevalue(METADATA_SERVERS[request.param])
 
 
 @pytest.fixture
 def mariadb_factory(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):
     """``make(**kwargs) -> EmbeddedMariaDB``: extra, started servers owned by one test, of the
-    test's server kind (``server``'s parameter; MariaDB 10.11 by default).
+    test's server kind (``embedded``'s parameter; MariaDB 10.11 by default).
 
     For tests that restart, kill or reconfigure a server (the session ``mariadb`` must stay
     up).  ``kwargs`` go to :class:`EmbeddedMariaDB`; ``basedir`` defaults to a new tmp dir.
@@ -177,7 +223,7 @@ def mariadb_factory(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fi
     """
     servers: list[EmbeddedMariaDB] = []
     callspec = getattr(request.node, "callspec", None)
-    name = callspec.params.get("server", "mariadb-10.11") if callspec else "mariadb-10.11"
+    name = callspec.params.get("embedded", "mariadb-10.11") if callspec else "mariadb-10.11"
 
     def make(**kwargs: Any) -> EmbeddedMariaDB:
         kwargs.setdefault("basedir", tmp_path_factory.mktemp(name))
@@ -358,8 +404,18 @@ ROW_DECODER_MODULES = frozenset({
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     names = _servers_of(metafunc.definition)
-    if names is not None and "server" in metafunc.fixturenames:
-        metafunc.parametrize("server", selected_servers(names), indirect=True, scope="session")
+    if "metadata_server" in metafunc.fixturenames:
+        levels = ["FULL", "NO_LOG"]
+        if names is not None and "mysql-9.7" in names:
+            levels += ["mysql-FULL", "mysql-MINIMAL"]
+        metafunc.parametrize("metadata_server", levels, indirect=True)
+    elif names is not None and "embedded" in metafunc.fixturenames:
+        metafunc.parametrize("embedded", selected_servers(names), indirect=True,
+                             scope="session")
+    elif names is not None and "mariadb_factory" in metafunc.fixturenames:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid} is marked servers and uses "
+                                f"mariadb_factory: take the fixture server (or mariadb, db) "
+                                f"too, else its servers are all MariaDB 10.11")
     if metafunc.definition.path.stem in ROW_DECODER_MODULES:
         metafunc.parametrize("row_decoder", ["c", "python"], indirect=True)
 

@@ -28,6 +28,12 @@ with that transaction added). A transaction is yielded only once its commit even
 and a lost connection is resumed from :attr:`position` -- so nothing already yielded comes again
 and nothing is skipped, however often the connection drops, the server restarts or binlogs
 rotate.
+
+XA transactions (:mod:`cdc.binlog.xa`): a prepared one is held, its changes yielded with the
+transaction of its XA COMMIT. :attr:`position` past an undecided XA PREPARE names it
+(:attr:`~cdc.positions.Position.prepared`); a client resuming there reads it again before
+streaming (:mod:`cdc.replica.prepared`), so a restart between the XA PREPARE and the XA COMMIT
+neither loses nor repeats its changes.
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ import logging
 import socket
 import threading
 import time
-from typing import Iterator
+from types import MappingProxyType
+from typing import Iterator, Mapping
 
 from cdc.binlog.constants import ChecksumAlg
 from cdc.binlog.events import HeartbeatEvent, QueryEvent, RotateEvent, TableMapEvent
@@ -44,7 +51,8 @@ from cdc.binlog.gtid import GtidSet
 from cdc.binlog.parser import BinlogParser
 from cdc.binlog.transactions import Transaction, TransactionAssembler
 from cdc.errors import (CdcError, ConfigurationError, ConnectionLost, ProtocolError,
-                        ServerConnectionError, is_transient, map_server_error)
+                        ServerConnectionError, ServerUnreachableError, is_transient,
+                        map_server_error)
 from cdc.positions import Position, Start
 from cdc.replica import preflight
 from cdc.replica.config import ReplicaConfig
@@ -53,6 +61,7 @@ from cdc.replica.protocol import (BINLOG_DUMP_NON_BLOCK, ServerInfo, binlog_dump
                                   binlog_dump_gtid, grant_statement, heartbeat_period_ns,
                                   parse_server_version, quote_account, register_slave)
 from cdc.replica.metadata import TableMetadata
+from cdc.replica.prepared import read_prepared
 from cdc.replica.seeding import HistorySource
 from cdc.replica.sql import SqlSession, connect, mysql_error, resolve_start
 
@@ -116,6 +125,7 @@ class ReplicaClient:
         self._reader: PacketReader | None = None
         self._parser: BinlogParser | None = None
         self._asm: TransactionAssembler | None = None
+        self._prepared: dict[str, Transaction] = {}     # held XA transactions, across dumps
         self._pending: list[bytes] = []
         self._connected_once = False
         self._closed = False
@@ -140,6 +150,12 @@ class ReplicaClient:
         """Right after the last transaction yielded (None until an earliest/latest start has
         been resolved by the first connect)."""
         return self._position
+
+    @property
+    def prepared(self) -> Mapping[str, Transaction]:
+        """The prepared XA transactions held (xid -> the transaction with its changes): those
+        :attr:`position` names, once read."""
+        return MappingProxyType(self._prepared)
 
     @property
     def previous_position(self) -> Position | None:
@@ -233,8 +249,8 @@ class ReplicaClient:
     def reseed_schema(self) -> None:
         """Read the captured tables' shapes from information_schema again, to be used from
         :attr:`position` on (after a :class:`~cdc.errors.SchemaError` saying the schema history
-        lost track of a table; then iterate again). Right when the tables have not changed
-        since :attr:`position` -- e.g. the stream is at the binlog's end."""
+        lost track of a table; then iterate again). A table changed since :attr:`position` is
+        described from the end of its last change on (unknown before it)."""
         history = self.metadata.history
         if history is None:
             raise ConfigurationError("reseed_schema() needs schema_history=True")
@@ -366,7 +382,10 @@ class ReplicaClient:
         else:
             file = tx.file
         self._previous_position = previous
-        self._position = pos.after(file, end, tx.gtid)
+        self._position = pos.after(file, end, tx.gtid, tx.xa)
+        if tx.xa is not None and tx.xa.missing and tx.xa.action == "commit":
+            log.warning("XA COMMIT of %s at %s:%s: its XA PREPARE came before this stream's "
+                        "start, so its changes are not delivered", tx.xa.xid, tx.file, tx.pos)
         self._last_commit_ts = tx.timestamp
         self._caught_up = False
         self.transactions_delivered += 1
@@ -416,7 +435,7 @@ class ReplicaClient:
                         state.next_action.sleep if state.next_action else 0)
 
         retrying = p.retrying(max_time=max_time, sleep=self._sleep,
-                              before_sleep=before_sleep)
+                              before_sleep=before_sleep, first=first)
         try:
             for attempt in retrying:
                 with attempt:
@@ -426,6 +445,13 @@ class ReplicaClient:
                     self._open()
         except _Closed:
             raise
+        except ServerUnreachableError as e:
+            if first and not p.retry_unreachable_first:    # a wrong host or port
+                self.last_connect_failure = str(e)
+                raise ServerConnectionError(str(e)) from e
+            raise ServerConnectionError(
+                f"could not (re)connect to {self.where} after {attempts[0]} attempt(s) in "
+                f"{time.monotonic() - started:.1f} s; last error: {e}") from e
         except Exception as e:
             if is_transient(e) and first:
                 raise ServerConnectionError(
@@ -506,12 +532,20 @@ class ReplicaClient:
             else None
         status_sql = "SHOW BINARY LOG STATUS" if not info.is_mariadb and \
             info.version >= (8, 2, 0) else "SHOW MASTER STATUS"
+        self._schema_source.server = (info, status_sql)     # for seeding the schema history
         if start is None:
-            start = resolve_start(query, self.start, where=self.where, status_sql=status_sql)
+            # at the binlog's end: the schema history is read first, and the stream starts
+            # where that read holds (every later DDL statement is then applied to it)
+            at = self._schema_source.seed(self.metadata.history) if \
+                self.start.kind == "latest" and self._seed_at_start(variables) else None
+            start = Start.at(*at) if at else \
+                resolve_start(query, self.start, where=self.where, status_sql=status_sql)
             if self._position is None:
                 self._position = start.position()
         preflight.check_start(query, info, variables, start, where=self.where)
-        self._schema_source.server = (info, status_sql)     # for seeding the schema history
+        pos = self._position
+        if pos is not None and pos.prepared:
+            self._position = pos.holding(read_prepared(pos.prepared, self._prepared, self))
 
         checksum = str(variables.get("binlog_checksum", "NONE") or "NONE").upper()
         self.checksum = ChecksumAlg.CRC32 if checksum == "CRC32" else ChecksumAlg.OFF
@@ -547,15 +581,25 @@ class ReplicaClient:
         self._last_packet_mono = time.monotonic()
         self.source_alive_at = time.time()
         self._parser = BinlogParser(**self._parser_options(start))
-        self._asm = TransactionAssembler(cfg.table_filter)
+        self._asm = TransactionAssembler(cfg.table_filter, prepared=self._prepared)
         self._connected_once = True
         self.dump_thread_starts += 1
         log.info("streaming from %s (%s %s) at %s", self.where, info.flavor,
                  ".".join(map(str, info.version)), start.describe())
 
+    def _seed_at_start(self, variables: dict) -> bool:
+        """Whether the schema history is read when the stream starts: it is not seeded yet, and
+        table maps lack column metadata or the schema changes are wanted (without them, a
+        FULL-metadata stream reads it only when a DDL statement needs it)."""
+        h = self.metadata.history
+        if h is None or h.seeded:
+            return False
+        full = str(variables.get("binlog_row_metadata") or "").upper() == "FULL"
+        return not full or self.config.include_schema_changes
+
     def _parser_options(self, start: Start) -> dict:
         opts = dict(stream=True, file=start.file if start.kind == "file" else None,
-                    checksum=self.checksum)
+                    checksum=self.checksum, charset=None)   # charsets: TableMetadata's job
         if self.config.row_decoder is not None:
             opts["row_decoder"] = self.config.row_decoder
         return opts

@@ -1,4 +1,5 @@
-"""The private MariaDB launcher (cdc.embedded) and the shared fixtures of conftest.py."""
+"""The private server launchers (cdc.embedded: MariaDB 10.11, MariaDB 11.8 and MySQL 9.7 from
+private roots) and the shared fixtures of conftest.py, on each server."""
 
 from __future__ import annotations
 
@@ -14,10 +15,14 @@ import cdc.embedded as embedded
 from cdc.embedded import EmbeddedMariaDB, free_port
 from cdc.errors import ConfigurationError
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.servers]
+
+EXPECTED_VERSION = {"mariadb-10.11": ("MariaDB", (10, 11)), "mariadb-11.8": ("MariaDB", (11, 8)),
+                    "mysql-9.7": ("", (9, 7))}
 
 MAGIC = b"\xfebin"
 ROTATE_EVENT, FORMAT_DESCRIPTION_EVENT, TABLE_MAP_EVENT, WRITE_ROWS_EVENT_V1 = 4, 15, 19, 23
+WRITE_ROWS_EVENT_V2 = 30
 
 
 def _variables(server, names):
@@ -26,11 +31,12 @@ def _variables(server, names):
     return dict(rows)
 
 
-def test_binlog_is_row_based_with_full_images_and_metadata(mariadb):
-    v = _variables(mariadb, ["log_bin", "binlog_format", "binlog_row_image",
-                             "binlog_row_metadata", "server_id", "max_allowed_packet",
-                             "character_set_server", "collation_server", "gtid_strict_mode",
-                             "bind_address", "port"])
+def test_binlog_is_row_based_with_full_images_and_metadata(server):
+    common = ["log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata",
+              "server_id", "max_allowed_packet", "character_set_server", "bind_address", "port"]
+    gtid = ["gtid_strict_mode"] if server.FLAVOR == "mariadb" else ["gtid_mode",
+                                                                     "enforce_gtid_consistency"]
+    v = _variables(server, common + gtid)
     assert v == {
         "log_bin": "ON",
         "binlog_format": "ROW",
@@ -39,14 +45,15 @@ def test_binlog_is_row_based_with_full_images_and_metadata(mariadb):
         "server_id": "1",
         "max_allowed_packet": str(64 * 1024 * 1024),
         "character_set_server": "utf8mb4",
-        "collation_server": "utf8mb4_general_ci",
-        "gtid_strict_mode": "OFF",
         "bind_address": "127.0.0.1",
-        "port": str(mariadb.port),
+        "port": str(server.port),
+        **({"gtid_strict_mode": "OFF"} if server.FLAVOR == "mariadb" else
+           {"gtid_mode": "ON", "enforce_gtid_consistency": "ON"}),
     }
-    assert "MariaDB" in mariadb.version
-    assert mariadb.version_tuple >= (10, 5, 0)
-    assert mariadb.execute("SHOW DATABASES LIKE 'cdc_test'") == [("cdc_test",)]
+    word, version = EXPECTED_VERSION[server.server_name]
+    assert word in server.version
+    assert server.version_tuple[:2] == version
+    assert server.execute("SHOW DATABASES LIKE 'cdc_test'") == [("cdc_test",)]
 
 
 def test_cdc_user_can_list_binlogs_and_read_the_position(mariadb):
@@ -57,7 +64,8 @@ def test_cdc_user_can_list_binlogs_and_read_the_position(mariadb):
             assert cur.fetchone()[0] == "cdc@%"
             cur.execute("SHOW BINARY LOGS")
             names = [r[0] for r in cur.fetchall()]
-            cur.execute("SHOW MASTER STATUS")
+            cur.execute("SHOW MASTER STATUS" if mariadb.FLAVOR == "mariadb"
+                        else "SHOW BINARY LOG STATUS")
             file, pos = cur.fetchone()[:2]
             cur.execute("SHOW GRANTS")
             grants = cur.fetchone()[0]
@@ -69,7 +77,9 @@ def test_cdc_user_can_list_binlogs_and_read_the_position(mariadb):
     assert file == names[-1] and pos >= 4
     for priv in ("REPLICATION SLAVE", "SELECT", "RELOAD", "PROCESS", "SHOW DATABASES"):
         assert priv in grants
-    if mariadb.version_tuple >= (10, 5, 2):
+    if mariadb.FLAVOR == "mysql":
+        assert "REPLICATION CLIENT" in grants
+    elif mariadb.version_tuple >= (10, 5, 2):
         assert "BINLOG MONITOR" in grants  # what REPLICATION CLIENT became in 10.5.2
 
 
@@ -85,6 +95,7 @@ def test_cdc_user_can_dump_the_binlog(mariadb, db):
     try:
         with conn.cursor() as cur:
             cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
+            cur.execute("SET @source_binlog_checksum = @@global.binlog_checksum")
             cur.execute("SET @mariadb_slave_capability = 4")
         payload = struct.pack("<IHI", 4, 0x01, 4242) + file.encode()  # NON_BLOCK, server 4242
         conn._execute_command(COMMAND.COM_BINLOG_DUMP, payload)
@@ -102,7 +113,8 @@ def test_cdc_user_can_dump_the_binlog(mariadb, db):
         conn.close()
     assert types[0] == ROTATE_EVENT
     assert FORMAT_DESCRIPTION_EVENT in types
-    assert types.count(WRITE_ROWS_EVENT_V1) == 1
+    # MariaDB writes WRITE_ROWS_EVENT_V1 (23), MySQL WRITE_ROWS_EVENT (30)
+    assert types.count(WRITE_ROWS_EVENT_V1) + types.count(WRITE_ROWS_EVENT_V2) == 1
     assert any(db.encode() in tm and b"\x01t\x00" in tm for tm in table_maps)
 
 
@@ -132,7 +144,7 @@ def test_a_16_mib_blob_fits_through_the_connection(mariadb, db):
     blob = bytes(range(256)) * (16 * 1024 * 1024 // 256)
     mariadb.execute("CREATE TABLE b (id INT PRIMARY KEY, data LONGBLOB)", database=db)
     mariadb.execute("INSERT INTO b VALUES (1, %s)", (blob,), database=db)
-    assert mariadb.execute("SELECT LENGTH(data), MD5(data) = MD5(%s) FROM b", (blob,),
+    assert mariadb.execute("SELECT LENGTH(data), SHA2(data, 256) = SHA2(%s, 256) FROM b", (blob,),
                            database=db) == [(len(blob), 1)]
 
 
@@ -152,7 +164,7 @@ def test_binlog_snapshot_copies_closed_files(mariadb, db, binlog_snapshot):
     assert again[0].parent != copies[0].parent and len(again) == len(copies) + 1
 
 
-def test_restart_keeps_binlogs_kill_recovers_and_stop_is_idempotent(tmp_path,
+def test_restart_keeps_binlogs_kill_recovers_and_stop_is_idempotent(server, tmp_path,
                                                                     mariadb_factory):
     server = mariadb_factory(basedir=tmp_path / "m", server_id=7,
                              extra_options={"max-connections": 33, "binlog_checksum": "NONE"})
@@ -189,12 +201,34 @@ def test_restart_keeps_binlogs_kill_recovers_and_stop_is_idempotent(tmp_path,
     server.cleanup()
 
 
+@pytest.mark.servers("mariadb-10.11")
 def test_missing_mariadbd_is_a_configuration_error(monkeypatch, tmp_path):
-    monkeypatch.setattr(embedded, "find_executable", lambda *a, **k: None)
+    monkeypatch.setattr(embedded.mariadb, "find_executable", lambda *a, **k: None)
     server = EmbeddedMariaDB(tmp_path)
     with pytest.raises(ConfigurationError, match="apt-get install mariadb-server"):
         server.start()
     assert not server.is_running()
+
+
+def test_a_missing_private_root_names_the_command_that_makes_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("BINLOG_CDC_SERVER_ROOTS", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with pytest.raises(ConfigurationError, match=r"tools/server_root.sh mysql-9.7"):
+        embedded.embedded_server("mysql-9.7")
+    with pytest.raises(ConfigurationError, match="unknown embedded server 'mysql-5.0'"):
+        embedded.embedded_server("mysql-5.0")
+
+
+def test_the_servers_reference_decoder_is_their_own(server):
+    """mysqlbinlog / mariadb-binlog of the server's own root (the machine's for 10.11)."""
+    import subprocess
+    name = "mysqlbinlog" if server.FLAVOR == "mysql" else "mariadb-binlog"
+    program = server.program(name)
+    assert program is not None
+    out = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and name in out.stdout
+    if server.root is not None:
+        assert program.startswith(str(server.root))
 
 
 def test_free_port_is_bindable():

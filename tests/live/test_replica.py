@@ -31,7 +31,11 @@ from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ReplicaConfig, RetryPolicy
 from support.fake_source import BinlogFile, EventBuilder, FakeSource, Plan, Table
 from support.tls import make_tls_files
-from conftest import start_or_skip
+from conftest import gtid_prefix, start_or_skip
+from cdc.embedded import embedded_server
+
+# the live tests run on MariaDB 10.11, MariaDB 11.8 and MySQL 9.7 (those that use `server`)
+pytestmark = pytest.mark.servers
 
 N_CHANGES = int(os.environ.get("CDC_TEST_CHANGES", "100000"))
 FAST_RETRY = RetryPolicy(max_attempts=30, max_time=60, initial_backoff=0.1, max_backoff=1.0,
@@ -372,17 +376,20 @@ def kill_dump_thread(server, client: ReplicaClient, timeout: float = 20.0,
 
 
 @pytest.fixture(scope="module")
-def private(tmp_path_factory):
-    """A MariaDB of this module's own (it gets restarted, purged, reconfigured) with TLS on."""
-    base = tmp_path_factory.mktemp("replica-mariadb")
+def private(server, tmp_path_factory):
+    """A server of this module's own, of the test's kind (it gets restarted, purged,
+    reconfigured) with TLS on."""
+    name = server.server_name
+    base = tmp_path_factory.mktemp("replica-" + name)
     tls = make_tls_files(base)
-    server = start_or_skip(EmbeddedMariaDB(base / "server", extra_options={
+    own = start_or_skip(embedded_server(name, basedir=base / "server", extra_options={
         "ssl_ca": tls["ca"], "ssl_cert": tls["cert"], "ssl_key": tls["key"]}))
-    server.tls = tls
+    own.server_name = name
+    own.tls = tls
     try:
-        yield server
+        yield own
     finally:
-        server.cleanup()
+        own.cleanup()
 
 
 # --- streams under stress ---------------------------------------------------------------------------
@@ -423,7 +430,7 @@ def test_stream_survives_five_killed_dump_threads(mariadb, db):
     killed = []
 
     wl.cur.execute("CREATE TABLE wide (id INT PRIMARY KEY, pad VARCHAR(1000))")
-    wl.cur.execute("INSERT INTO wide SELECT seq, REPEAT('w', 1000) FROM seq_1_to_2000")
+    wl.cur.execute(f"INSERT INTO wide SELECT seq, REPEAT('w', 1000) FROM {mariadb.seq_table(2000)}")
 
     def two_big_transactions():
         # Two 4 MB transactions (on another table): while the (slow) consumer handles the first,
@@ -454,12 +461,12 @@ def test_stream_survives_five_killed_dump_threads(mariadb, db):
           f"middle of a transaction")
 
 
-def test_stream_survives_a_server_restart_in_mariadb_gtid_mode(private, caplog):
+def test_stream_survives_a_server_restart_in_gtid_mode(private, caplog):
     db = "restart_db"
     private.execute(f"DROP DATABASE IF EXISTS {db}")
     private.execute(f"CREATE DATABASE {db}")
-    gtid = private.execute("SELECT @@gtid_binlog_pos")[0][0]
-    client = live_client(private, start=Start.mariadb_gtid(gtid), table_filter=[f"{db}.*"])
+    gtid = private.gtid_executed()
+    client = live_client(private, start=Start.gtid_text(gtid), table_filter=[f"{db}.*"])
     n = max(4000, N_CHANGES // 4)
     wl = Workload(private, db)
     col = Collector(client, "t")
@@ -478,8 +485,12 @@ def test_stream_survives_a_server_restart_in_mariadb_gtid_mode(private, caplog):
     assert client.reconnects >= 1
     assert "lost" in caplog.text and "reconnecting from" in caplog.text
     assert_same_changes(col, wl)
-    assert client.position.mode == "mariadb_gtid"
-    assert str(client.position.mariadb_gtid) == private.execute("SELECT @@gtid_binlog_pos")[0][0]
+    if private.FLAVOR == "mariadb":
+        assert client.position.mode == "mariadb_gtid"
+        assert str(client.position.mariadb_gtid) == private.gtid_executed()
+    else:
+        assert client.position.mode == "gtid"
+        assert str(client.position.gtid_set) == private.gtid_executed()
     print(f"\n[restart] {wl.count} changes, {client.reconnects} reconnect(s) across a restart")
 
 
@@ -489,8 +500,8 @@ def test_single_update_of_100k_rows_is_one_complete_transaction(mariadb, db):
     cur = conn.cursor()
     cur.execute("CREATE TABLE big (id INT PRIMARY KEY, n INT NOT NULL, pad CHAR(20))")
     for lo in range(0, n, 10_000):
-        cur.execute("INSERT INTO big SELECT seq, seq, 'x' FROM seq_%d_to_%d" %
-                    (lo + 1, min(n, lo + 10_000)))
+        cur.execute("INSERT INTO big SELECT seq, seq, 'x' FROM "
+                    + mariadb.seq_table(min(n, lo + 10_000), lo + 1))
     file, pos = mariadb.current_position()
     cur.execute("UPDATE big SET n = n * 2")
     conn.close()
@@ -573,8 +584,8 @@ def test_tls_stream_with_a_verified_server_certificate(private):
     private.execute(f"CREATE DATABASE {db}")
     private.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v TEXT)")
     file, pos = private.current_position()
-    private.execute("INSERT INTO t SELECT seq, REPEAT('v', seq % 5000) FROM seq_1_to_3000",
-                    database=db)
+    private.execute(f"INSERT INTO t SELECT seq, REPEAT('v', seq % 5000) FROM "
+                    f"{private.seq_table(3000)}", database=db)
     client = live_client(private, start=Start.at(file, pos), blocking=True,
                          ssl={"ca": private.tls["ca"], "verify": True, "verify_identity": True})
     got = []
@@ -605,7 +616,8 @@ def test_purged_file_and_purged_gtids(private):
     for i in range(5):
         private.execute(f"INSERT INTO purge_db.t VALUES ({i}) ON DUPLICATE KEY UPDATE id = id")
     old_file = private.binlog_files()[0].name
-    old_gtid = "0-1-1"
+    # a GTID state that needs the purged transactions: MariaDB's first GTID, MySQL's empty set
+    old_gtid = "0-1-1" if private.FLAVOR == "mariadb" else ""
     private.flush_binary_logs()
     private.flush_binary_logs()
     current, _ = private.current_position()
@@ -619,10 +631,15 @@ def test_purged_file_and_purged_gtids(private):
     with pytest.raises(BinlogPurgedError, match=f"binlog file {old_file} is no longer on"):
         list(live_client(private, start=Start.at(old_file, 4), blocking=False).transactions())
     # by GTID: the server itself says the requested GTID state is gone (error 1236)
-    with pytest.raises(BinlogPurgedError, match="0-1-1") as e:
-        list(live_client(private, start=Start.mariadb_gtid(old_gtid),
+    with pytest.raises(BinlogPurgedError, match=old_gtid) as e:
+        list(live_client(private, start=Start.gtid_text(old_gtid),
                          blocking=False).transactions())
-    assert "1236" in str(e.value) and "purged" in str(e.value)
+    if private.FLAVOR == "mariadb":   # the server's own refusal
+        assert "1236" in str(e.value) and "purged" in str(e.value)
+    else:                             # found before the dump, from @@gtid_purged
+        purged = private.execute("SELECT @@GLOBAL.gtid_purged")[0][0]
+        assert "has purged transactions the replica has not seen" in str(e.value)
+        assert purged and purged.split(":")[0] in str(e.value)
     # earliest is still fine
     assert live_client(private, start="earliest", blocking=False).position is None
     assert list(live_client(private, start="earliest", blocking=False).transactions()) == []
@@ -643,8 +660,9 @@ def test_missing_privileges_give_the_grant_to_run(mariadb):
                              server_id=next_server_id(), retry=FAST_RETRY)
         with pytest.raises(PrivilegeError) as e:
             list(client.transactions())
-        assert "GRANT REPLICATION SLAVE, BINLOG MONITOR, REPLICATION MASTER ADMIN ON *.* TO " \
-               "'weak'@'%';" in str(e.value)
+        grant = ("REPLICATION SLAVE, BINLOG MONITOR, REPLICATION MASTER ADMIN"
+                 if mariadb.FLAVOR == "mariadb" else "REPLICATION SLAVE, REPLICATION CLIENT")
+        assert f"GRANT {grant} ON *.* TO 'weak'@'%';" in str(e.value)
     finally:
         mariadb.execute("DROP USER 'weak'@'%'")
 
@@ -656,8 +674,9 @@ def test_server_id_clash_with_a_connected_replica(mariadb):
     t.start()
     try:
         deadline = time.monotonic() + 10
+        replicas = "SHOW SLAVE HOSTS" if mariadb.FLAVOR == "mariadb" else "SHOW REPLICAS"
         while time.monotonic() < deadline and not any(
-                r[0] == sid for r in mariadb.execute("SHOW SLAVE HOSTS")):
+                r[0] == sid for r in mariadb.execute(replicas)):
             time.sleep(0.05)
         b = live_client(mariadb, server_id=sid, start="latest")
         with pytest.raises(ServerIdConflictError, match=f"server_id {sid}"):
@@ -720,7 +739,8 @@ def test_tail_jsonl_until_ctrl_c(mariadb, db):
         ("c", db, "t", None, {"id": 1, "v": "v1"}), ("c", db, "t", None, {"id": 2, "v": "v2"}),
         ("c", db, "t", None, {"id": 3, "v": "v3"}),
         ("u", db, "t", {"id": 2, "v": "v2"}, {"id": 2, "v": "w"})]
-    assert all(d["file"] == file and d["gtid"].startswith("0-1-") and d["ts"] > 0 for d in lines)
+    assert all(d["file"] == file and d["gtid"].startswith(gtid_prefix(mariadb)) and d["ts"] > 0
+               for d in lines)
     assert f"resume with: --file {end[0]} --pos {end[1]}" in err
 
 

@@ -19,6 +19,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.servers
+
 N_ROWS = int(os.environ.get("CDC_TEST_TAIL_ROWS", "200000"))
 # Before the fix tail grew by ~206 MB (jsonl) / ~117 MB (text) on 200k rows (~7 MB of binlog):
 # every rendered line of the transaction was held before the first write.  After it, ~9 MB: the
@@ -70,7 +72,7 @@ def test_tail_memory_follows_the_events_not_the_rendering(mariadb, db, tmp_path,
     assert len((tmp_path / "small.out").read_text().splitlines()) == 1
     file, pos = mariadb.current_position()
     mariadb.execute(f"INSERT INTO {db}.t SELECT seq, CONCAT('value number ', seq), seq * 1000 "
-                    f"FROM {db}.seq_1_to_{N_ROWS}")
+                    f"FROM {mariadb.seq_table(N_ROWS)}", database=db)
     end = mariadb.current_position()
     assert end[0] == file
     binlog_kb = (end[1] - pos) / 1024

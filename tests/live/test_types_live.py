@@ -54,6 +54,18 @@ MIN_ROW = ("2, -128, 0, -32768, 0, -8388608, 0, -2147483648, 0, -922337203685477
            "'', '', '', '', x'00', x'', '', '', '', '', x'', x'', x'', x'', 'a', '', '[]', "
            "ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 0))'), ST_GeomFromText('POINT(0 0)')")
 NULL_ROW = "3" + ", NULL" * (len(NAMES) - 1)
+
+
+def rows_for(server) -> tuple[str, str, str]:
+    """MAX_ROW, MIN_ROW, NULL_ROW as ``server`` takes them: MySQL's TIME(n) ends at
+    838:59:59.000000 (MariaDB's at 838:59:59.999999)."""
+    if getattr(server, "FLAVOR", "mariadb") == "mysql":
+        return (MAX_ROW.replace("'838:59:59.999', '838:59:59.999999'",
+                                "'838:59:59.000', '838:59:59.000000'"),
+                MIN_ROW.replace("'-838:59:59.999'", "'-838:59:59.000'"), NULL_ROW)
+    return MAX_ROW, MIN_ROW, NULL_ROW
+
+
 ZERO_ROW = ("4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, '0000-00-00', "
             "'00:00:00', '00:00:00.000', '00:00:00', '0000-00-00 00:00:00', "
             "'2024-00-10 10:00:00.5', '0000-00-00 00:00:00.000000', '0000-00-00 00:00:00', "
