@@ -31,6 +31,7 @@ from decimal import Context, Decimal
 
 from cdc.values.jsonb import apply_json_diffs, json_to_text
 from cdc.values.kinds import ABSENT
+from cdc.values.render import JSON_NULL_IMAGE
 
 #: every charset of SHOW CHARACTER SET on MariaDB 10.11 (a test checks the running server has
 #: no other, so a new one is never silently left out).
@@ -702,6 +703,14 @@ def json_canon(text: str):
     return ("json", _jnorm(loads_exact(text)))
 
 
+def _image_document(v):
+    """A JSON column's value in a JSON image (:func:`loads_exact`) in canonical form: the
+    document, or the JSON null literal written as :data:`~cdc.values.render.JSON_NULL_IMAGE`."""
+    if v == loads_exact(JSON_NULL_IMAGE):
+        return ("json", None)
+    return ("json", _jnorm(v))
+
+
 def _jpy(c):
     """A canonical JSON value back to Python values (:func:`_jstruct` undoes it)."""
     if type(c) is tuple:
@@ -759,7 +768,7 @@ def canon_json(col: Col, v):
         return v
     k = col.kind
     if k == "json":
-        return ("json", _jnorm(v))
+        return _image_document(v)
     if k == "vector":
         if isinstance(v, list) and all(isinstance(x, tuple) for x in v):
             return _floats32([float(x[1]) for x in v])
@@ -802,7 +811,7 @@ def canon_spark(col: Col, v):
         return None
     k, t = col.kind, type(v)
     if k == "json":
-        return json_canon(v) if t is str else _tag(v)
+        return _image_document(loads_exact(v)) if t is str else _tag(v)
     if k == "vector":
         return _floats32(v) if t is list else _tag(v)
     if k in ("int", "bit", "year"):
