@@ -119,7 +119,7 @@ class Workload:
         self.level, self.server = level, server
         options = LEVELS[level][1]
         self.flavor = server.FLAVOR                   # "mariadb" / "mysql"
-        self.meta = options["binlog_row_metadata"] if "binlog_row_metadata" in options else "FULL"
+        self.meta = options.get("binlog_row_metadata", "FULL")
         self.row_image = options.get("binlog_row_image", "FULL")
         self.tables: dict = {}              # name -> M.Table
         #: table -> {(op, id): (before, after, columns assigned)} canonical; the assigned
