@@ -9,7 +9,8 @@ from cdc.binlog.wire import bits_set, bits_set_msb, read_lenenc, read_lenenc_byt
 from cdc.errors import ParseError, TruncatedEventError
 from cdc.rows.decode import RowPlans
 from cdc.rows.old_temporal import OLD_TEMPORAL
-from cdc.values.charsets import BINARY_COLLATION, STORED_BYTES_COLLATION, make_text_decoder
+from cdc.values.charsets import (BINARY_COLLATION, STORED_BYTES_COLLATION, make_text_decoder,
+                                 mysql_collation)
 from cdc.values.types import TYPES, ColumnDef, TypeInfo, type_info
 
 # Optional metadata field types (binlog_row_metadata=MINIMAL/FULL)
@@ -204,8 +205,12 @@ def _decode(body, post_header_len: int, mariadb: bool) -> TableMap:
 
 
 def _is_character(col: ColumnDef, mariadb: bool) -> bool:
+    """Whether *col* has an entry in the (DEFAULT_|COLUMN_)CHARSET lists: the character types,
+    and GEOMETRY on MariaDB, VECTOR (binary) on MySQL."""
     if col.real_type == T.GEOMETRY:
         return mariadb
+    if col.real_type == T.VECTOR:
+        return True
     return col.real_type not in (T.ENUM, T.SET) and type_info(col.type).character
 
 
@@ -317,6 +322,9 @@ def _optional_metadata(body, pos: int, columns: list[ColumnDef], mariadb: bool) 
             for c in [c for c in columns if c.real_type == T.VECTOR]:
                 c.vector_dimensions, p = read_lenenc(value, p)
         # unknown field types are skipped: their length is known
+    if not mariadb:
+        for c in columns:
+            c.collation = mysql_collation(c.collation)
     for idx, raws in members.items():
         c = columns[idx]
         if c.real_type == T.SET:

@@ -25,13 +25,16 @@ BINARY_COLLATION = 63
 #: padded, never converted) -- what output printing the binlog's own bytes (``mysqlbinlog -v``
 #: style) decodes text columns with. Its character set is ``binary``.
 STORED_BYTES_COLLATION = 1024 + BINARY_COLLATION
+#: Not a server collation: MySQL's latin2_czech_cs (id 2), which table maps of MySQL binlogs
+#: give their latin2_czech_cs columns (:func:`mysql_collation`). Its character set is ``latin2``.
+MYSQL_LATIN2_CZECH_COLLATION = 4096 + 2
 
 # charset name -> Python codec (None: binary, keep bytes); the single-byte and East Asian sets:
 # "mysql_<name>", the server's tables (registered below)
 _CODECS = {
     "utf8mb3": "utf-8", "ucs2": "utf-16-be", "utf8mb4": "utf-8", "utf16": "utf-16-be",
     "utf16le": "utf-16-le", "utf32": "utf-32-be", "binary": None,
-    "gb18030": "gb18030",   # MySQL 8 only: not in MariaDB's tables (Python's codec)
+    "gb18030": "mysql_gb18030",   # MySQL 8 only: not in MariaDB's tables (see below)
 }
 _CODECS.update({cs: "mysql_" + cs for cs in SINGLE_BYTE})
 
@@ -51,7 +54,7 @@ _EXPLICIT = {
     81: "cp852", 82: "swe7", 83: "utf8mb3", 84: "big5", 85: "euckr", 86: "gb2312", 87: "gbk",
     88: "sjis", 89: "tis620", 90: "ucs2", 91: "ujis", 92: "geostd8", 93: "geostd8", 94: "latin1",
     95: "cp932", 96: "cp932", 97: "eucjpms", 98: "eucjpms", 99: "cp1250",
-    STORED_BYTES_COLLATION: "binary",
+    STORED_BYTES_COLLATION: "binary", MYSQL_LATIN2_CZECH_COLLATION: "latin2",
 }
 
 # (first id, last id, charset) — Unicode (UCA) collation blocks. MariaDB's blocks run a little
@@ -82,12 +85,23 @@ def charset_of(collation_id: int | None) -> str | None:
 
 
 #: Collations that convert differently from their character set, by name and id (the same on
-#: MySQL and MariaDB): latin2_czech_cs turns bytes 0x7F-0x9F into "?" (CONVERT(... USING utf8mb4)
-#: on the server), latin2 keeps them.
+#: MySQL and MariaDB): latin2_czech_cs turns bytes 0x80-0x9F into "?" (CONVERT(... USING
+#: utf8mb4) on the server), latin2 keeps them; MariaDB's turns 0x7F into "?" too, MySQL's keeps it.
 DECODED_APART = {"latin2_czech_cs": 2}
-_COLLATION_CODECS = {DECODED_APART["latin2_czech_cs"]: "mysql_latin2_czech"}
+_COLLATION_CODECS = {DECODED_APART["latin2_czech_cs"]: "mysql_latin2_czech",
+                     MYSQL_LATIN2_CZECH_COLLATION: "mysql_latin2_czech_mysql"}
 SINGLE_BYTE["latin2_czech"] = (SINGLE_BYTE["latin2"][:0x7F] + "?" * (0xA0 - 0x7F)
                                + SINGLE_BYTE["latin2"][0xA0:])
+SINGLE_BYTE["latin2_czech_mysql"] = (SINGLE_BYTE["latin2"][:0x80] + "?" * (0xA0 - 0x80)
+                                     + SINGLE_BYTE["latin2"][0xA0:])
+
+
+def mysql_collation(collation_id: int | None) -> int | None:
+    """The collation a MySQL server's *collation_id* decodes as: the id itself, but for the
+    collations MySQL converts apart from MariaDB's of the same id."""
+    if collation_id == DECODED_APART["latin2_czech_cs"]:   # MySQL keeps 0x7F
+        return MYSQL_LATIN2_CZECH_COLLATION
+    return collation_id
 
 
 def codec_of(collation_id: int | None) -> str | None:
@@ -185,10 +199,26 @@ def _table_codec(name: str, cs: str):
     return codecs.CodecInfo(encode, decode, name=name)
 
 
+#: MySQL's gb18030 is GB18030-2005, Python's codec GB18030-2000: they differ in one pair of
+#: codes, A8BC (MySQL: U+1E3F) and 8135F437 (MySQL: U+E7C7), which Python swaps.
+_GB18030_2005 = {0xE7C7: 0x1E3F, 0x1E3F: 0xE7C7}
+
+
+def _gb18030_codec():
+    def encode(text, errors="strict"):
+        return codecs.encode(text.translate(_GB18030_2005), "gb18030", errors), len(text)
+
+    def decode(raw, errors="strict"):
+        return str(bytes(raw), "gb18030", errors).translate(_GB18030_2005), len(raw)
+    return codecs.CodecInfo(encode, decode, name="mysql_gb18030")
+
+
 def _codec_info(name: str):
     if not name.startswith("mysql_"):
         return None
     cs = name[6:]
+    if cs == "gb18030":
+        return _gb18030_codec()
     if cs in MULTI_BYTE:
         return _table_codec(name, cs)
     table = SINGLE_BYTE.get(cs)
@@ -222,7 +252,7 @@ def make_text_decoder(collation_id: int | None):
             except UnicodeDecodeError:
                 return InvalidText(raw)
         return dec_guess
-    if codec.startswith("mysql_"):
+    if codec.startswith("mysql_") and codec != "mysql_gb18030":
         cs = codec[6:]
         if cs in MULTI_BYTE:
             return _multi_byte_decoder(cs)

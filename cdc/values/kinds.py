@@ -104,6 +104,7 @@ class JsonDiffs(dict):
     ``{"$json_diff": [{"op": "replace", "path": "$.a", "value": 2}, {"op": "remove",
     "path": "$.b"}, ...]}``, applied in order; ``op`` is ``replace`` (the path exists),
     ``insert`` (a new member, or into an array at the index) or ``remove`` (no ``value``).
+    An empty list: the UPDATE assigned the column and left its document as it was.
 
     A ``dict``, so it is JSON text as it is; :attr:`diffs` is the list.  Where the document
     before is known the diffs are applied and the column holds the new document instead.

@@ -25,8 +25,13 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import struct
 from dataclasses import dataclass, field
 from decimal import Context, Decimal
+
+from cdc.values.jsonb import apply_json_diffs, json_to_text
+from cdc.values.kinds import ABSENT
+from cdc.values.render import JSON_NULL_IMAGE
 
 #: every charset of SHOW CHARACTER SET on MariaDB 10.11 (a test checks the running server has
 #: no other, so a new one is never silently left out).
@@ -63,6 +68,10 @@ class Table:
     group: str                  # the test id part: "types" or "charset-<cs>"
     cols: list                  # Col, the first is ``id INT PRIMARY KEY``
     rows: list                  # list of SQL value tuples, one per row (id first)
+    setup: tuple = ()           # SQL run before its CREATE TABLE (helper tables its values read)
+    #: the UPDATE statements of the workload, each shifting ``id`` and making these assignments
+    #: (``((column, expression), ...)``); the default: one UPDATE of ``id`` alone
+    updates: tuple = ((),)
 
 
 # --- the type table ---------------------------------------------------------------------------
@@ -82,10 +91,12 @@ def _int_cols():
     return out
 
 
-def _decimal_cols():
+def _decimal_cols(max_scale: int = 38):
+    """DECIMAL(p,s) of every storage shape; scales past *max_scale* (MySQL: 30) become it."""
     out = []
     for p, s in [(1, 0), (5, 2), (10, 2), (18, 9), (19, 0), (20, 10), (38, 0), (38, 38),
                  (40, 20), (65, 0), (65, 30), (9, 9), (10, 10)]:
+        s = min(s, max_scale)
         ip = p - s
         mx = ("9" * ip or "0") + ("." + "9" * s if s else "")
         small = "0." + "0" * (s - 1) + "1" if s else "1"
@@ -211,12 +222,12 @@ def _geometry_cols():
     ]
 
 
-def _special_cols() -> list:
+def _special_cols(stored: str = "PERSISTENT") -> list:
     """Generated (virtual and stored) and invisible columns: in the table map and row images
     as the server logs them; SELECT (naming them) is still the reference."""
     return [
         Col("gv", "INT AS (`in_s` DIV 2) VIRTUAL", "int", fill="DEFAULT"),
-        Col("gs", "VARCHAR(400) CHARACTER SET utf8mb4 AS (CONCAT(`vc`, '!')) PERSISTENT", "text",
+        Col("gs", f"VARCHAR(400) CHARACTER SET utf8mb4 AS (CONCAT(`vc`, '!')) {stored}", "text",
             fill="DEFAULT"),
         Col("iv", "INT INVISIBLE DEFAULT 42", "int", ["-7", "0"], fill="DEFAULT"),
     ]
@@ -261,9 +272,9 @@ def old_temporal_tables() -> list:
     return out
 
 
-def types_table(version: tuple) -> Table:
-    cols = (_int_cols() + _decimal_cols() + _float_cols() + _bit_cols() + _temporal_cols()
-            + _text_cols() + _geometry_cols() + _mariadb_type_cols(version) + _special_cols())
+def _table(name: str, cols: list, **kw) -> Table:
+    """A table of *cols* after ``id``: row k holds every column's k-th value (or its fill),
+    one more row holds only fills."""
     n = max(len(c.values) for c in cols)
     rows = []
     for k in range(n):
@@ -271,7 +282,164 @@ def types_table(version: tuple) -> Table:
                                           for c in cols))
     rows.append((str(n + 1),) + tuple(c.fill for c in cols))
     cols = [Col("id", "INT NOT NULL PRIMARY KEY", "int")] + cols
-    return Table("types", "types", cols, rows)
+    return Table(name, name.replace("_", "-"), cols, rows, **kw)
+
+
+def types_table(version: tuple) -> Table:
+    return _table("types", _int_cols() + _decimal_cols() + _float_cols() + _bit_cols()
+                  + _temporal_cols() + _text_cols() + _geometry_cols()
+                  + _mariadb_type_cols(version) + _special_cols())
+
+
+# --- MySQL 9.7 ----------------------------------------------------------------------------------
+
+#: every charset of SHOW CHARACTER SET on MySQL 9.7 (MariaDB's and gb18030)
+MYSQL_CHARSETS = sorted(CHARSETS + ["gb18030"])
+
+
+def _sql(text: str) -> str:
+    """*text* as an SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _mysql_cols() -> list:
+    """MySQL's own types and attributes: VECTOR, ENUM/SET of 4-byte members."""
+    v = "STRING_TO_VECTOR"
+    return [
+        Col("vec", "VECTOR(3)", "vector", [f"{v}('[1.5,-2,3.4028235e38]')",
+                                           f"{v}('[0,-0,1.2e-38]')", f"{v}('[0.1,0.2,0.3]')"]),
+        Col("vec_1", "VECTOR(1)", "vector", [f"{v}('[-1.17549435e-38]')", f"{v}('[7]')"]),
+        Col("vec_max", "VECTOR(16383)", "vector",
+            [f"{v}(CONCAT('[', REPEAT('0.5,', 16382), '-1]'))"]),
+        Col("en_4", "ENUM('a','😀','ü','𝄞') CHARACTER SET utf8mb4", "text",
+            ["'😀'", "'𝄞'", "'a'", "''"], needs_metadata=True),
+        Col("st_4", "SET('😀','x','𝄞') CHARACTER SET utf8mb4", "text",
+            ["'😀,𝄞'", "'x'", "''", "'😀,x,𝄞'"], needs_metadata=True),
+    ]
+
+
+def mysql_types_tables() -> list:
+    """Every MySQL column type: ``types``, ``geometry`` (apart: ``mysqlbinlog -v`` prints no
+    GEOMETRY value, and gives up on the rest of the row), and JSON (:func:`json_tables`)."""
+    g = "ST_GeomFromText"
+    srid = [Col("pt_srid", "POINT SRID 4326", "geometry",
+                [f"{g}('POINT(45 90)', 4326)", f"{g}('POINT(-90 -180)', 4326)"]),
+            Col("ge_srid", "GEOMETRY SRID 3857", "geometry",
+                [f"{g}('LINESTRING(0 0,1e6 -1e6)', 3857)"])]
+    return [_table("types", _int_cols() + _decimal_cols(30) + _float_cols() + _bit_cols()
+                   + _temporal_cols() + [c for c in _text_cols() if c.name != "js"]
+                   + _mysql_cols() + _special_cols("STORED")),
+            _table("geometry", _geometry_cols() + srid), *json_tables()]
+
+
+_UNSIGNED = ("CAST(65535 AS UNSIGNED)", "CAST(4294967295 AS UNSIGNED)",
+             "CAST(18446744073709551615 AS UNSIGNED)")
+_NUMBERS = ("-32768", "32767", "-2147483648", "2147483647", "-9223372036854775808",
+            "9223372036854775807", "1e300", "-1.5e-7", "CAST(1.50 AS DECIMAL(10,2))",
+            "CAST('-12345678901234567890123456789012345.123456789012345678901234567890' AS "
+            "DECIMAL(65,30))") + _UNSIGNED
+
+
+def _json_cols() -> list:
+    """JSON documents: objects, arrays, nesting, every scalar kind MySQL's binary JSON has
+    (int16 ... uint64, double, string, literals, DECIMAL) and documents past 64 KiB (the
+    large format)."""
+    escapes = json.dumps({'key "q"': "\u0001\n\t\\ é😀\u2028", "ü": "ü", "\u0000x": "nul",
+                          "ascii": "\u00e9\U0001f600"}, ensure_ascii=False)
+    docs = [_sql('{"k": [1, 2.5, "é", null, true]}'), "'[]'", "'{}'",
+            _sql('{"a": {"b": {"c": [1, [2, [3, {"d": null}]]]}}, "z": false, "": ""}'),
+            _sql(escapes), _sql(json.dumps({"esc": "\u00e9\U0001f600\u0007"})),
+            _sql('{"bb": 1, "a": 2, "ccc": 3, "b": 4, "a": 5, "aa": [], "ab": {}}'),
+            "CONCAT(REPEAT('[', 99), '1', REPEAT(']', 99))",
+            "JSON_OBJECT(" + ", ".join(f"'n{k}', {x}" for k, x in enumerate(_NUMBERS)) + ")",
+            "JSON_ARRAY(" + ", ".join(_NUMBERS) + ")",
+            "JSON_ARRAY(ST_GeomFromText('POINT(1 2)'), "
+            "ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 0))', 4326))",
+            _sql("[1.0, 0.1, -0.0, 1e15, 123456789012345.0, 1.5e-7, 1e-300, "
+                 "2.2250738585072014e-308, 5e-324, 0.30000000000000004, 1e16, 12345678.9]")]
+    scalars = ["'1'", "'-1'", "'32767'", "'32768'", "'-32769'", "'65535'", "'2147483648'",
+               "'-2147483649'", "'9223372036854775807'", "'-9223372036854775808'",
+               "'18446744073709551615'", "'1.0'", "'-0.0'", "'0.1'", "'1e300'", "'true'", "'false'", *(f"CAST({x} AS JSON)" for x in _UNSIGNED[:2]),
+               *(f"CAST({x} AS JSON)" for x in _NUMBERS[-5:-3])]
+    big = ["CONCAT('[', REPEAT('1,', 40000), '1]')",
+           "CONCAT('{\"a\": \"', REPEAT('x', 70000), '\"}')",
+           _sql("{" + ", ".join(f'"k{i}": {i * 100003}' for i in range(6000)) + "}"),
+           _sql("[" + ", ".join(f'{{"i": {i}, "s": "v{i}", "f": {i}.5}}' for i in range(3000))
+                + "]"),
+           "CONCAT('{\"k\": [', REPEAT('\"abc\",', 20000), '\"z\"]}')",
+           "JSON_ARRAY(REPEAT('é', 30000), -70000, 70000, CAST(70000 AS UNSIGNED))"]
+    return [Col("j", "JSON", "json", docs), Col("js", "JSON", "json", scalars),
+            Col("jb", "JSON", "json", big)]
+
+
+#: a helper table whose columns give JSON values of types only a column has (TIMESTAMP, BIT,
+#: BLOB, YEAR, FLOAT, ENUM/SET, zero dates)
+_JSRC = ("CREATE TABLE jsrc (ts TIMESTAMP(6) NULL, b9 BIT(9), bl BLOB, y YEAR, f FLOAT, "
+         "t TIME(3), d6 DATETIME(6), zd DATE, zdt DATETIME, e ENUM('x','y'), st SET('p','q'))",
+         "INSERT INTO jsrc VALUES ('2024-06-01 12:34:56.654321', b'101010101', x'00ff10', 2024, "
+         "1.5, '-12:34:56.789', '0001-01-01 00:00:00.000001', '0000-00-00', "
+         "'2024-00-10 10:00:00', 'y', 'p,q')")
+
+
+def _json_string_cols() -> list:
+    """JSON values MySQL prints as strings: DATE/TIME/DATETIME/TIMESTAMP and opaque scalars
+    (binary strings, BIT, BLOB) inside containers and as the whole document, and string
+    documents."""
+    return [Col("j", "JSON", "json", ["'\"str\"'", "'\"\"'", _sql(json.dumps("é\n\"😀")),
+        "JSON_ARRAY(CAST('2024-01-02' AS DATE), CAST('-837:59:59.5' AS TIME(6)), "
+        "CAST('2024-01-02 03:04:05.123456' AS DATETIME(6)), CAST('12:00:00' AS TIME), "
+        "CAST('0001-01-01 00:00:00' AS DATETIME))",
+        "CAST(CAST('2024-02-29' AS DATE) AS JSON)", "CAST(CAST('838:59:59' AS TIME) AS JSON)",
+        "CAST(CAST('-00:00:00.000001' AS TIME(6)) AS JSON)",
+        "CAST(CAST('9999-12-31 23:59:59.999999' AS DATETIME(6)) AS JSON)",
+        "(SELECT JSON_ARRAY(ts, b9, bl, y, f, t, d6, zd, zdt, e, st) FROM jsrc)",
+        "(SELECT JSON_OBJECT('ts', ts, 'd6', d6) FROM jsrc)",
+        "(SELECT CAST(ts AS JSON) FROM jsrc)", "(SELECT CAST(b9 AS JSON) FROM jsrc)",
+        "(SELECT CAST(bl AS JSON) FROM jsrc)",
+        "JSON_ARRAY(UNHEX('FF00'), CAST('abc' AS BINARY), b'101', REPEAT(x'ab', 100))"])]
+
+
+def _json_null_cols() -> list:
+    """The JSON null literal as a column's whole document (not SQL NULL); a NOT NULL column
+    given NULL in a multi-row INSERT holds MySQL's empty value, which reads as null."""
+    return [Col("j", "JSON", "json", ["'null'", "CAST('null' AS JSON)", "'[null]'", "NULL"]),
+            Col("jn", "JSON NOT NULL", "json", ["'1'", "NULL", "'null'"], fill="'{}'")]
+
+
+def json_tables() -> list:
+    """The JSON groups: ``json``, ``json-strings`` (values printed as strings), ``json-null``."""
+    return [_table("json", _json_cols()), _table("json_strings", _json_string_cols(), setup=_JSRC),
+            _table("json_null", _json_null_cols())]
+
+
+_PAD = "p" * 300
+
+
+def partial_json_table() -> Table:
+    """JSON documents changed in place by JSON_SET/JSON_REPLACE/JSON_REMOVE (logged as JSON
+    diffs with binlog_row_value_options=PARTIAL_JSON), one UPDATE each."""
+    docs = [{"a": 1, "b": [1, 2, 3], "c": "x", "o": {"p": 1}},
+            {"a": "str", "b": [], "c": None, "o": {}},
+            {"a": [1], "b": [{"x": 1}, 2], "c": 1.5, "o": {"p": [1, 2]}},
+            {"b": [1]}]
+    j = [_sql(json.dumps(dict(d, pad=_PAD))) for d in docs] + ["NULL", _sql("[1, 2, 3]")]
+    k = [_sql(json.dumps({"s": "short", "t": [1, 2, 3], "pad": _PAD}))] * 5 + ["NULL"]
+    cols = [Col("j", "JSON", "json", j), Col("k", "JSON", "json", k),
+            Col("n", "INT", "int", ["1", "2", "3", "4", "5", "NULL"])]
+    updates = (
+        (("j", "JSON_SET(j, '$.a', 2, '$.new', 'x')"),),
+        (("j", "JSON_REPLACE(j, '$.b[1]', 'y', '$.o.p', JSON_ARRAY(1, 2.5, 'é'))"),
+         ("n", "n + 1")),
+        (("j", "JSON_REMOVE(j, '$.c', '$.b[0]')"),),
+        (("j", "JSON_SET(j, '$.b[9]', 9, '$.o.q', CAST(1.25 AS DECIMAL(5,2)))"),
+         ("k", "JSON_REPLACE(k, '$.s', 'a longer string than before')")),
+        (("j", "JSON_SET(j, '$.\"key with space\"', JSON_OBJECT('deep', "
+               "JSON_ARRAY(1, JSON_OBJECT('x', NULL))), '$.a', 'a value longer than any "
+               "that was there before it')"), ("k", "JSON_REMOVE(k, '$.t[0]')")),
+        (("n", "n * 2"),),
+        (("j", "JSON_REPLACE(j, '$.pad', 'q', '$.b[0]', 1e300)"),),
+    )
+    return _table("partial_json", cols, updates=updates)
 
 
 # --- charset tables -----------------------------------------------------------------------------
@@ -291,6 +459,11 @@ def discover_repertoire(cur, cs: str, maxlen: int) -> list:
         hi = range(0xA1, 0xFF)
         cands += [bytes([a, b]) for a in [0x8E, *hi] for b in hi]
         cands += [bytes([0x8F, a, b]) for a in hi for b in hi]
+    elif cs == "gb18030":   # every 2-byte code; 4-byte codes of the BMP and beyond, sampled
+        cands += [bytes([a, b]) for a in range(0x81, 0xFF) for b in range(0x40, 0xFF)]
+        cands += [bytes([a, b, c, d]) for a in (0x81, 0x82, 0x84, 0x8F, 0x90, 0x95, 0xE3, 0xFE)
+                  for b in range(0x30, 0x3A) for c in range(0x81, 0xFF, 5)
+                  for d in range(0x30, 0x3A)]
     elif maxlen == 2 and not cs.startswith(("ucs", "utf")):
         cands += [bytes([a, b]) for a in range(0x81, 0xFF) for b in range(0x40, 0xFF)]
     elif cs.startswith(("ucs", "utf")):
@@ -408,7 +581,9 @@ def ref_expr(col: Col) -> str:
         return f"HEX(CONVERT({q} USING utf8mb4))"
     if k == "binary_cast":
         return f"HEX(CAST({q} AS BINARY))"
-    return f"HEX({q})"   # binary, geometry
+    if k == "json":
+        return f"HEX(CAST({q} AS CHAR))"
+    return f"HEX({q})"   # binary, geometry, vector
 
 
 def canon_ref(col: Col, v):
@@ -428,6 +603,8 @@ def canon_ref(col: Col, v):
             return raw.decode("utf-8")
         except UnicodeDecodeError:   # stored bytes the server accepts but are not UTF-8
             return ("invalid", raw)   # (e.g. ED A0 80): the documented InvalidText
+    if k == "json":
+        return json_canon(bytes.fromhex(v).decode("utf-8"))
     return bytes.fromhex(v)
 
 
@@ -442,9 +619,13 @@ def _tag(v):
 def canon_value(col: Col, v):
     """A decoded Python value (a row image of ReplicaClient or of the file decoder) in
     canonical form; a value of the wrong type is returned tagged, so it never compares equal."""
-    if v is None:
-        return None
+    if v is None or v is ABSENT:
+        return v
     k, t = col.kind, type(v)
+    if k == "json":   # the document as MySQL prints it (a partial update: its diffs)
+        return json_canon(json_to_text(v))
+    if k == "vector":
+        return _floats32(v) if t is list and all(type(x) is float for x in v) else _tag(v)
     if k in ("int", "bit", "year"):
         return str(v) if t is int else _tag(v)
     if k == "float":
@@ -490,17 +671,108 @@ def _iso_to_sql(text: str, fsp: int):
     return head + (("." + (frac + "000000")[:fsp]) if fsp else "")
 
 
+class Pairs(list):
+    """A JSON object as :func:`loads_exact` returns it: its ``(key, value)`` pairs in order."""
+
+
 def loads_exact(text: str):
-    """JSON text with every number kept as its text (so decimals keep every digit)."""
+    """JSON text with every number kept as its text (so decimals keep every digit), objects
+    as :class:`Pairs`."""
     return json.loads(text, parse_float=lambda s: ("num", s), parse_int=lambda s: ("num", s),
-                      object_pairs_hook=list)
+                      object_pairs_hook=Pairs)
+
+
+def _jnorm(x):
+    """A :func:`loads_exact` value as a JSON column's canonical form: objects
+    ``("obj", ((key, v), ...))`` in stored order, arrays ``("arr", (...))``, numbers
+    ``("int", n)`` or ``("num", Decimal)`` (the value, not its text: ``1e300`` = ``1E+300``)."""
+    t = type(x)
+    if t is Pairs:
+        return ("obj", tuple((k, _jnorm(v)) for k, v in x))
+    if t is list:
+        return ("arr", tuple(_jnorm(v) for v in x))
+    if t is tuple:
+        s = x[1]
+        return ("int", int(s)) if s.lstrip("-").isdigit() else ("num", Decimal(s))
+    return x
+
+
+def json_canon(text: str):
+    """A JSON column's canonical form from its JSON text: ``("json", document)`` (the JSON null
+    literal is ``("json", None)``, never SQL NULL's ``None``)."""
+    return ("json", _jnorm(loads_exact(text)))
+
+
+def _image_document(v):
+    """A JSON column's value in a JSON image (:func:`loads_exact`) in canonical form: the
+    document, or the JSON null literal written as :data:`~cdc.values.render.JSON_NULL_IMAGE`."""
+    if v == loads_exact(JSON_NULL_IMAGE):
+        return ("json", None)
+    return ("json", _jnorm(v))
+
+
+def _jpy(c):
+    """A canonical JSON value back to Python values (:func:`_jstruct` undoes it)."""
+    if type(c) is tuple:
+        if c[0] == "obj":
+            return {k: _jpy(v) for k, v in c[1]}
+        if c[0] == "arr":
+            return [_jpy(v) for v in c[1]]
+        return c[1]
+    return c
+
+
+def _jstruct(v):
+    if type(v) is dict:
+        return ("obj", tuple((k, _jstruct(x)) for k, x in v.items()))
+    if type(v) is list:
+        return ("arr", tuple(_jstruct(x) for x in v))
+    if type(v) is int:
+        return ("int", v)
+    if type(v) is Decimal:
+        return ("num", v)
+    return v
+
+
+_DIFF_OPS = ("replace", "insert", "remove")
+
+
+def json_diffs(c):
+    """The diffs of a partial JSON update in canonical form (``{"$json_diff": [...]}``, see
+    :class:`cdc.values.kinds.JsonDiffs`), or None when *c* is a document."""
+    if type(c) is tuple and c[0] == "json" and type(c[1]) is tuple and c[1][0] == "obj" \
+            and [k for k, _ in c[1][1]] == ["$json_diff"]:
+        return [dict(d[1]) for d in c[1][1][0][1][1]]
+    return None
+
+
+def apply_diffs(before, diffs):
+    """The canonical document *before* with canonical *diffs* applied (MySQL's semantics:
+    :func:`cdc.values.jsonb.apply_json_diffs`), or the error as a tagged value."""
+    try:
+        after = apply_json_diffs(_jpy(before[1]), [
+            (_DIFF_OPS.index(d["op"]), d["path"], _jpy(d.get("value"))) for d in diffs])
+    except Exception as e:   # noqa: BLE001 - reported as a wrong value
+        return ("diffs do not apply", str(e))
+    return ("json", _jstruct(after))
+
+
+def _floats32(v) -> bytes:
+    """A VECTOR's values as MySQL stores them (float32 little-endian)."""
+    return struct.pack("<%df" % len(v), *v)
 
 
 def canon_json(col: Col, v):
     """A value of a JSON image (parsed by :func:`loads_exact`) in canonical form."""
-    if v is None:
-        return None
+    if v is None or v is ABSENT:
+        return v
     k = col.kind
+    if k == "json":
+        return _image_document(v)
+    if k == "vector":
+        if isinstance(v, list) and all(isinstance(x, tuple) for x in v):
+            return _floats32([float(x[1]) for x in v])
+        return _tag(v)
     num = v[1] if isinstance(v, tuple) and v[0] == "num" else None
     if k in ("int", "bit", "year"):
         return num if num is not None and num.lstrip("-").isdigit() else _tag(v)
@@ -538,6 +810,10 @@ def canon_spark(col: Col, v):
     if v is None:
         return None
     k, t = col.kind, type(v)
+    if k == "json":
+        return _image_document(loads_exact(v)) if t is str else _tag(v)
+    if k == "vector":
+        return _floats32(v) if t is list else _tag(v)
     if k in ("int", "bit", "year"):
         if t is Decimal and v == v.to_integral_value():
             return str(int(v))

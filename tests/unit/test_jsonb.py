@@ -968,6 +968,10 @@ def test_apply_json_diffs_without_before_image():
     got = apply_json_diffs(ABSENT, [JsonDiff(REPLACE, "$.a", 1)])
     assert type(got) is JsonDiffs
     assert got == {"$json_diff": [{"op": "replace", "path": "$.a", "value": 1}]}
+    # an UPDATE that left the document as it was (MySQL's mysqlbinlog prints @2=@2): the
+    # column is in the after image, with no diffs -- not ABSENT (outside the image)
+    got = apply_json_diffs(ABSENT, [])
+    assert type(got) is JsonDiffs and got == {"$json_diff": []}
 
 
 def _mysql_path(legs) -> str:

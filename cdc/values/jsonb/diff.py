@@ -233,18 +233,19 @@ def apply_json_diffs(doc: object, diffs) -> object:
     """The document after applying *diffs* (``apply_json_diff`` semantics) to *doc*.
 
     *doc* is the decoded before-image value (:data:`ABSENT`, when the before image leaves the
-    column out: a :class:`~cdc.values.kinds.JsonDiffs` of the diffs is returned); it is not modified (containers on the changed
+    column out: a :class:`~cdc.values.kinds.JsonDiffs` of the diffs is returned -- an empty one
+    when an UPDATE left the document as it was); it is not modified (containers on the changed
     paths are copied, the rest is shared).  REPLACE needs the path to exist; INSERT adds an
     object member (the key must be new; keys are kept in MySQL's stored order, so the result
     equals the decoded full after-image) or inserts into an array at the index (past the end:
     appends); REMOVE deletes an existing member or element.  There is no auto-wrapping.  A diff
     that does not apply -- MySQL's replica rejects it too -- raises :class:`JsonDiffError`.
     """
-    if not diffs:
-        return doc
     if doc is ABSENT:
         # No document before (binlog_row_image=MINIMAL): the change itself is the value.
         return JsonDiffs(diffs)
+    if not diffs:
+        return doc
     root = [doc]
     fresh: set[int] = set()
     keep: list = []          # keeps copies alive so their ids stay unique during this call
