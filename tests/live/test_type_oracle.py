@@ -550,16 +550,13 @@ def spark_lazy(request):
 
 #: Known wrong values, open defects (strict: a fix makes these tests fail until removed here).
 KNOWN_DEFECTS: dict = {
-    # (h-history, since the exact seeds of 82d50c4) a table created after the stream's start is
-    # described by information_schema, whose ENUM/SET members lost their 4-byte characters
+    # a table created after the stream's start is described by information_schema, whose
+    # ENUM/SET members lost their 4-byte characters
     **{("mysql-MINIMAL", g, s): "a live stream started before the CREATE TABLE takes ENUM/SET "
        "members from information_schema ('?' for 4-byte characters, MySQL has no TYPE OF to "
        "read them back), not from the CREATE TABLE statement the binlog holds"
        for g, s in (("types", "replica"), ("charset-gb18030", "replica"),
                     ("types", "spark-stream-json"))},
-    # (h-types) MySQL ENUM/SET member recovery in Spark typed mode
-    ("mysql-FULL", "types", "spark-stream-typed"): "typed streams recover ENUM/SET members with "
-    "4-byte characters by MariaDB-only SQL (BEGIN NOT ATOMIC ... TYPE OF): a syntax error on MySQL",
 }
 
 
