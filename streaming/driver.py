@@ -12,7 +12,8 @@ import logging
 from cdc.errors import BinlogPurgedError
 from cdc.positions import Position, parse_gtid_state, purged_error
 from cdc.replica.client import ReplicaClient
-from cdc.replica.sql import SqlSession, binary_logs, binlog_status, connect
+from cdc.replica.server import ServerInfo, server_of
+from cdc.replica.sql import SqlSession, binary_logs, binlog_status, connect, fetch_rows
 
 from streaming.options import SourceOptions
 from streaming.planning import Boundary, Key
@@ -34,35 +35,35 @@ class Driver:
         self.opts = opts
         # The same bounded, configurable budget as the tasks' connections (TASK_RETRY): a
         # restart of the source must not fail the query in latestOffset.
-        config = opts.replica_config()
+        config = self.config = opts.replica_config()
         self.sql = SqlSession(lambda: connect(config), retry=config.retry, where=opts.describe())
-        self.mariadb: bool | None = None
+        self._server: ServerInfo | None = None
         self.anchor: Position | None = None
         self.boundaries: list[Boundary] = []
         self.scanned_to: Key | None = None   # the server end fully scanned
         self.server_end: Position | None = None
         self.available_now_end: Key | None = None
-        self.status_sql: str | None = None   # the SHOW ... STATUS spelling the server knows
         self.snapshot_tables: dict = {}      # db.table -> SnapshotTable (streaming.snapshot)
         self.snapshot_progress = None        # cdc.snapshot.progress.SnapshotProgress, in memory
         # the stream's schema history (streaming.schema_history): in the offsets once in use
-        self.schema = StreamHistory(opts, self.query, lambda: self.status_sql)
+        self.schema = StreamHistory(opts, self.query)
 
     @property
     def where(self) -> str:
         return self.opts.describe()
 
     def query(self, sql: str, args=None) -> list[tuple]:
-        rows = self.sql.query(sql, args)
-        if self.mariadb is None:
-            self.mariadb = "mariadb" in str(self.sql.conn.get_server_info()).lower()
-        return rows
+        return self.sql.query(sql, args)
+
+    @property
+    def server(self) -> ServerInfo:
+        """The server's flavour and version (from the connection's handshake, once)."""
+        if self._server is None:
+            self._server = self.sql.run(server_of)
+        return self._server
 
     def is_mariadb(self) -> bool:
-        """The server's flavour (asked once)."""
-        if self.mariadb is None:
-            self.query("SELECT 1")
-        return bool(self.mariadb)
+        return self.server.is_mariadb
 
     def offset(self, d) -> Position:
         """A Spark offset back into a position, its GTID text read in the server's flavour."""
@@ -76,10 +77,10 @@ class Driver:
 
     def master_status(self) -> Position:
         """The end of the binlog now (on MySQL with the executed GTID set there)."""
-        st = binlog_status(self.query, first=self.status_sql, where=self.where)
-        self.status_sql = st.statement
-        self.server_end = Position(st.end.file, st.end.pos)
-        return st.end
+        end = self.sql.run(lambda conn: binlog_status(lambda sql: fetch_rows(conn, sql),
+                                                      server_of(conn), self.config))
+        self.server_end = Position(end.file, end.pos)
+        return end
 
     def gtid_at(self, file: str, pos: int, mysql_set=None):
         """The GTID state at *file*:*pos*: MariaDB's ``BINLOG_GTID_POS`` there; on MySQL the

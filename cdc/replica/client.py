@@ -49,9 +49,10 @@ from cdc.positions import Position, Start
 from cdc.replica import preflight
 from cdc.replica.config import ReplicaConfig
 from cdc.replica.packets import PacketReader, frame, is_eof, parse_err, take_over
-from cdc.replica.protocol import (BINLOG_DUMP_NON_BLOCK, ServerInfo, binlog_dump,
-                                  binlog_dump_gtid, grant_statement, heartbeat_period_ns,
-                                  parse_server_version, quote_account, register_slave)
+from cdc.replica.protocol import (BINLOG_DUMP_NON_BLOCK, binlog_dump, binlog_dump_gtid,
+                                  heartbeat_period_ns, register_slave)
+from cdc.replica.server import (ServerInfo, check_table_select, grant_statement, quote_account,
+                                server_of)
 from cdc.replica.metadata import TableMetadata
 from cdc.replica.seeding import HistorySource
 from cdc.replica.sql import SqlSession, connect, mysql_error, resolve_start
@@ -128,8 +129,10 @@ class ReplicaClient:
         # information_schema itself, on a connection of its own (cdc.replica.metadata, .seeding).
         self._metadata_sql = SqlSession(lambda: connect(self.config, grant=self._grant_hint()))
         self._schema_source = source = HistorySource(config, self._metadata_query)
-        self.metadata = TableMetadata(self._metadata_query, history=source.new_history(),
-                                      seed=source.seed)
+        self.metadata = TableMetadata(
+            self._metadata_query, history=source.new_history(), seed=source.seed,
+            check_hidden=lambda db, table: check_table_select(
+                self._metadata_query, db, table, user=config.user, where=config.where))
         source.metadata = self.metadata
         self.last_connect_failure: str | None = None   # why the last attempt failed
 
@@ -485,7 +488,7 @@ class ReplicaClient:
 
     def _open_on(self, conn) -> None:
         cfg = self.config
-        info = parse_server_version(conn.get_server_info())
+        info = server_of(conn)
         self.server = info
 
         def query(sql, args=None):
@@ -504,14 +507,12 @@ class ReplicaClient:
 
         start = self._resume_start() if self._connected_once or self._position is not None \
             else None
-        status_sql = "SHOW BINARY LOG STATUS" if not info.is_mariadb and \
-            info.version >= (8, 2, 0) else "SHOW MASTER STATUS"
         if start is None:
-            start = resolve_start(query, self.start, where=self.where, status_sql=status_sql)
+            start = resolve_start(query, self.start, info, cfg)
             if self._position is None:
                 self._position = start.position()
         preflight.check_start(query, info, variables, start, where=self.where)
-        self._schema_source.server = (info, status_sql)     # for seeding the schema history
+        self._schema_source.server = info     # for the schema history's information_schema reads
 
         checksum = str(variables.get("binlog_checksum", "NONE") or "NONE").upper()
         self.checksum = ChecksumAlg.CRC32 if checksum == "CRC32" else ChecksumAlg.OFF

@@ -31,6 +31,7 @@ from cdc.binlog.constants import ColumnType as T
 from cdc.binlog.files import (DEFAULT_CHARSET, apply_default_charset, charset_columns,
                               collation_for_charset)
 from cdc.errors import CdcError, ConfigurationError, SchemaError
+from cdc.replica.server import is_mariadb
 from cdc.schema.columns import (CODES, ServerColumn, describe_columns, describe_table_map,
                                 shape_problems)
 from cdc.schema.history import Unknown
@@ -95,8 +96,7 @@ def server_default(text, extra=None, version=None, data_type: str = "") -> tuple
         return None
     text = _text(text)
     extra = _text(extra or "")
-    mariadb = "mariadb" in _text(version or "").lower()
-    if mariadb:
+    if is_mariadb(version):
         if text == "NULL":
             return None
         if len(text) >= 2 and text[0] == "'" and text[-1] == "'":
@@ -326,8 +326,12 @@ class TableMetadata:
     """
 
     def __init__(self, query: Callable, *, default_charset: str = DEFAULT_CHARSET,
-                 history=None, seed: Callable | None = None):
+                 history=None, seed: Callable | None = None,
+                 check_hidden: Callable[[str, str], None] | None = None):
         self.query = query
+        # check_hidden(db, table): raises when a table information_schema does not show is
+        # hidden from the account (a privilege it lacks) rather than gone
+        self.check_hidden = check_hidden
         self.default_collation = collation_for_charset(default_charset)
         self.history = history
         self.seed = seed        # seed(history): on the first need (a DDL, a table map lacking)
@@ -381,6 +385,8 @@ class TableMetadata:
             self._tables[key] = (shape, server)
         if not server:
             if key not in self._warned:
+                if self.check_hidden is not None:
+                    self.check_hidden(*key)
                 self._warned.add(key)
                 log.warning("%s is not in information_schema (dropped, or no privilege): its "
                             "text columns decode as %s, names as @1, @2...", tmap.qualified_name,

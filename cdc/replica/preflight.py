@@ -14,8 +14,9 @@ from cdc.binlog.gtid import GtidSet, MariaGtidPosition
 from cdc.errors import (BinlogPurgedError, ConfigurationError, PrivilegeError, ServerConfigError,
                         ServerIdConflictError)
 from cdc.positions import Start, purged_error
-from cdc.replica.protocol import (MARIA_SLAVE_CAPABILITY_GTID, ServerInfo, grant_statement,
-                                  missing_privileges)
+from cdc.replica.protocol import MARIA_SLAVE_CAPABILITY_GTID
+from cdc.replica.server import (ServerInfo, grant_statement, lacking_words, missing_privileges,
+                                privilege_error)
 from cdc.replica.sql import binary_logs
 
 log = logging.getLogger("cdc.replica")
@@ -60,17 +61,18 @@ def check_binlog_config(v: dict, where: str, *, warn_row_image: bool = True) -> 
 
 def check_privileges(query: Query, info: ServerInfo, *, user: str, account: str,
                      where: str) -> None:
-    """REPLICATION SLAVE and REPLICATION CLIENT granted, or PrivilegeError with the GRANT."""
+    """REPLICATION SLAVE and REPLICATION CLIENT (BINLOG MONITOR) granted, or PrivilegeError
+    with the GRANT."""
     try:
         grants = [str(r[0]) for r in query("SHOW GRANTS")]
     except PrivilegeError:
         return
     missing = missing_privileges(grants)
     if missing:
-        raise PrivilegeError(
-            f"user {user!r} ({account}) lacks {' and '.join(missing)} on {where}, which a "
-            f"replica needs to read the binlog. Run as an administrator: "
-            f"{grant_statement(info, account)}")
+        raise privilege_error(user=user, account=account, where=where,
+                              lacking=lacking_words(info, missing),
+                              needed_for="a replica needs to read the binlog",
+                              grant=grant_statement(info, account))
 
 
 def check_server_id(conn, info: ServerInfo, variables: dict, *, server_id: int,

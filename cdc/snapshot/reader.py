@@ -28,6 +28,7 @@ from typing import Iterator, NamedTuple, Sequence
 from cdc.errors import CdcError, ConfigurationError
 from cdc.positions import Position
 from cdc.replica.config import ReplicaConfig
+from cdc.replica.server import server_of
 from cdc.replica.sql import binlog_status, connect, mysql_error
 from cdc.snapshot.plan import SnapshotTable, quote_name, range_condition
 from cdc.snapshot.values import SESSION_SQL, raw_connect_kwargs, row_converter, select_list
@@ -142,7 +143,7 @@ class SnapshotChunkReader:
 
     def __enter__(self) -> "SnapshotChunkReader":
         try:
-            before = binlog_status(self._query).end
+            before = binlog_status(self._query, server_of(self.conn), self.config)
             self._query("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
             self._open = True
             status = dict(self._query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'"))
