@@ -193,11 +193,11 @@ class Position:
         return f"--file {self.file} --pos {self.pos}"
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.pos}"
+        where = f"{self.file}:{self.pos}" if self.file or self.gtid is None else ""
         if isinstance(self.gtid, GtidSet):
-            return f"{where} gtid_set={self.gtid}"
+            return f"{where} gtid_set={self.gtid}".lstrip()
         if isinstance(self.gtid, MariaGtidPosition):
-            return f"{where} gtid={self.gtid}"
+            return f"{where} gtid={self.gtid}".lstrip()
         return where
 
 
@@ -249,6 +249,13 @@ class Start:
     @property
     def is_gtid(self) -> bool:
         return self.kind in ("gtid", "mariadb_gtid")
+
+    def for_server(self, mariadb: bool) -> "Start":
+        """This start as the server's kind of GTID start where both mean the same: an empty
+        GTID state (nothing seen yet: all the binlog the server has) is either kind."""
+        if self.is_gtid and not self.gtid and (self.kind == "mariadb_gtid") != mariadb:
+            return Start("mariadb_gtid" if mariadb else "gtid", gtid="")
+        return self
 
     @classmethod
     def parse(cls, spec: "Start | Position | str | tuple | Mapping | None", *,

@@ -43,8 +43,9 @@ from cdc.binlog.events import HeartbeatEvent, QueryEvent, RotateEvent, TableMapE
 from cdc.binlog.gtid import GtidSet
 from cdc.binlog.parser import BinlogParser
 from cdc.binlog.transactions import Transaction, TransactionAssembler
-from cdc.errors import (CdcError, ConfigurationError, ConnectionLost, ProtocolError,
-                        ServerConnectionError, is_transient, map_server_error)
+from cdc.errors import (CdcError, ConfigurationError, ConnectionLost, ParseError, ProtocolError,
+                        ServerConnectionError, is_transient, map_server_error,
+                        not_an_event_start)
 from cdc.positions import Position, Start
 from cdc.replica import preflight
 from cdc.replica.config import ReplicaConfig
@@ -110,6 +111,7 @@ class ReplicaClient:
         self._read_to: tuple[str | None, int] | None = None
         self._last_commit_ts: int | None = None
         self._caught_up = False
+        self._unverified: Start | None = None   # a start not known to be an event's (a --pos)
 
         # connection state
         self._lock = threading.RLock()
@@ -317,10 +319,15 @@ class ReplicaClient:
             for payload in payloads:
                 head = payload[0] if payload else -1
                 if head == 0:
-                    events = parser.feed_event(memoryview(payload)[1:])
+                    try:
+                        events = parser.feed_event(memoryview(payload)[1:])
+                    except ParseError as e:
+                        raise self._unparsed(e) from e
                     last = events[-1]
                     if last.end_pos and type(last) is not HeartbeatEvent:
                         self._read_to = (last.file, last.end_pos)
+                        if self._unverified is not None and last.pos >= self._unverified.pos:
+                            self._unverified = None     # an event began at the start
                 elif head == 0xFF:
                     raise self._dump_error(payload)
                 elif is_eof(payload):
@@ -385,6 +392,14 @@ class ReplicaClient:
         if not asm.in_transaction and pos is not None:
             # A real rotation between transactions: resuming at the new file skips nothing.
             self._position = pos.moved_to(ev.next_file, ev.next_position)
+
+    def _unparsed(self, e: ParseError) -> CdcError:
+        """A dump's bytes that do not parse: at a start the user gave, that start is not where
+        an event begins (the server sent what it found there)."""
+        if self._unverified is None:
+            return e
+        return not_an_event_start(self._unverified.describe(), f" ({self.where})",
+                                  f"what the server sent from there is not an event: {e}")
 
     def _dump_error(self, payload: bytes) -> CdcError:
         err = parse_err(payload)
@@ -490,6 +505,11 @@ class ReplicaClient:
         cfg = self.config
         info = server_of(conn)
         self.server = info
+        own = self.start.for_server(info.is_mariadb)
+        if own is not self.start:       # an empty GTID start, in the server's kind
+            if self._position == self.start.position():
+                self._position = own.position()
+            self.start = own
 
         def query(sql, args=None):
             return self._query(conn, sql, args)
@@ -545,6 +565,9 @@ class ReplicaClient:
             raise self._dump_error(first)
         self._pending = [first]
         self._read_to = None
+        # a file position never reached by a transaction: until an event begins there
+        self._unverified = start if start.kind == "file" and start.pos > 4 and \
+            start == self.start and not self.transactions_delivered else None
         self._last_packet_mono = time.monotonic()
         self.source_alive_at = time.time()
         self._parser = BinlogParser(**self._parser_options(start))
