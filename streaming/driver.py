@@ -13,7 +13,7 @@ from cdc.errors import BinlogPurgedError
 from cdc.positions import Position, parse_gtid_state, purged_error
 from cdc.replica.client import ReplicaClient
 from cdc.replica.server import ServerInfo, server_of
-from cdc.replica.sql import SqlSession, binary_logs, binlog_status, connect, fetch_rows
+from cdc.replica.sql import SqlSession, binary_logs, binlog_status, connect
 
 from streaming.options import SourceOptions
 from streaming.planning import Boundary, Key
@@ -73,12 +73,11 @@ class Driver:
         self.sql.close()
 
     def binary_logs(self) -> list[tuple[str, int]]:
-        return binary_logs(self.query)
+        return self.sql.ask(binary_logs, self.config)
 
     def master_status(self) -> Position:
         """The end of the binlog now (on MySQL with the executed GTID set there)."""
-        end = self.sql.run(lambda conn: binlog_status(lambda sql: fetch_rows(conn, sql),
-                                                      server_of(conn), self.config))
+        end = self.sql.ask(binlog_status, self.config)
         self.server_end = Position(end.file, end.pos)
         return end
 

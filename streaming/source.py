@@ -61,8 +61,7 @@ from cdc.binlog.transactions import TransactionAssembler
 from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
 from cdc.positions import Position, Start
 from cdc.replica.history_state import restore_history, use_history
-from cdc.replica.server import server_of
-from cdc.replica.sql import binlog_status, connect, fetch_rows, resolve_start
+from cdc.replica.sql import ask_on, binlog_status, connect, resolve_start
 
 from streaming.batches import BatchBuilder, record_batches
 from streaming.bounded import BoundedBatchReader
@@ -123,8 +122,7 @@ class BinlogCdcDataSource(DataSource):
                 conn = connect(opts.replica_config())
                 try:
                     # DDL from here on changes the shape after it was read (typed mode stops)
-                    end = binlog_status(lambda sql: fetch_rows(conn, sql), server_of(conn),
-                                        opts.replica_config())
+                    end = ask_on(conn, binlog_status, opts.replica_config())
                     self._schema_point = (end.file, end.pos)
                     self._columns = columns_from_server(conn, db, table)
                 finally:

@@ -40,8 +40,7 @@ from cdc.errors import CdcError, ConfigurationError, ServerConnectionError, is_t
 from cdc.positions import Position
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ReplicaConfig, RetryPolicy
-from cdc.replica.server import server_of
-from cdc.replica.sql import SqlSession, binary_logs, binlog_status, connect, fetch_rows
+from cdc.replica.sql import SqlSession, binary_logs, binlog_status, connect
 
 __all__ = ["LagSample", "LagMonitor", "ServerStatus", "plot_samples",
            "add_lag_arguments", "run_lag"]
@@ -60,20 +59,16 @@ class ServerStatus:
 
     def end(self) -> Position:
         """Where the server writes its next event."""
-        import pymysql
-        try:
-            return self.sql.run(lambda conn: binlog_status(lambda sql: fetch_rows(conn, sql),
-                                                           server_of(conn), self.config))
-        except (pymysql.err.MySQLError, CdcError):
-            self.close()
-            raise
+        return self._ask(binlog_status)
 
     def binary_logs(self) -> list[tuple[str, int]]:
-        import pymysql
+        return self._ask(binary_logs)
+
+    def _ask(self, ask):
         try:
-            return binary_logs(self.sql.query)
-        except pymysql.err.MySQLError:
-            self.close()
+            return self.sql.ask(ask, self.config)
+        except Exception:
+            self.close()        # the next call reconnects
             raise
 
     def close(self) -> None:

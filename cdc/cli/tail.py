@@ -31,8 +31,7 @@ from cdc.errors import ServerConnectionError, TransientServerError
 from cdc.positions import Position
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ON_UNPARSED_DDL, RetryPolicy
-from cdc.replica.server import server_of
-from cdc.replica.sql import binlog_status, connect, fetch_rows
+from cdc.replica.sql import ask_on, binlog_status, connect
 from cdc.schema.changes import type_text
 from cdc.values.render import row_json
 
@@ -155,7 +154,7 @@ def binlog_end(client: ReplicaClient) -> Position:
     """The end of the source's binlog now, asked on a connection of its own."""
     conn = connect(client.config)
     try:
-        return binlog_status(lambda sql: fetch_rows(conn, sql), server_of(conn), client.config)
+        return ask_on(conn, binlog_status, client.config)
     finally:
         conn.close()
 

@@ -13,12 +13,13 @@ from cdc.errors import (ER_SPECIFIC_ACCESS_DENIED, ConfigurationError, ServerCon
                         ServerConnectionError, is_transient, map_server_error)
 from cdc.positions import Position, Start, parse_gtid_state
 from cdc.replica.config import ReplicaConfig, RetryPolicy
-from cdc.replica.server import ServerInfo, current_account, grant_statement, privilege_error
+from cdc.replica.server import (ServerInfo, current_account, grant_statement, privilege_error,
+                                server_of)
 
 log = logging.getLogger("cdc.replica")
 
-__all__ = ["connect", "mysql_error", "fetch_rows", "SqlSession", "binlog_status", "binary_logs",
-           "resolve_start"]
+__all__ = ["connect", "mysql_error", "fetch_rows", "SqlSession", "ask_on", "binlog_status",
+           "binary_logs", "resolve_start"]
 
 Query = Callable[..., list]
 
@@ -176,6 +177,10 @@ class SqlSession:
         """The rows of one statement (:func:`fetch_rows`), through :meth:`run`."""
         return self.run(lambda conn: fetch_rows(conn, sql, args))
 
+    def ask(self, ask: Callable, config: ReplicaConfig | None = None):
+        """:func:`ask_on` this session's connection, through :meth:`run`."""
+        return self.run(lambda conn: ask_on(conn, ask, config))
+
     def server_version(self) -> str:
         """The server's version text (connecting if needed)."""
         return self.run(lambda conn: str(conn.get_server_info()))
@@ -192,28 +197,42 @@ class SqlSession:
         return dict(self.__dict__, conn=None)
 
 
+def ask_on(conn, ask: Callable, config: ReplicaConfig | None = None):
+    """``ask(query, server, config)`` -- :func:`binlog_status`, :func:`binary_logs` -- on a
+    PyMySQL connection, *server* its server."""
+    return ask(lambda sql: fetch_rows(conn, sql), server_of(conn), config)
+
+
+def _monitored(query: Query, sql: str, server: ServerInfo | None,
+               config: ReplicaConfig | None) -> list:
+    """The rows of *sql*, a statement that needs the binlog monitor privilege (REPLICATION
+    CLIENT, MariaDB 10.5.2+: BINLOG MONITOR). With the *server* and the source's *config*, a
+    refusal for want of it is a PrivilegeError with the GRANT to run; other errors are raised as
+    they are."""
+    import pymysql
+    try:
+        return query(sql)
+    except pymysql.err.MySQLError as e:
+        code = e.args[0] if e.args and isinstance(e.args[0], int) else None
+        if code != ER_SPECIFIC_ACCESS_DENIED or server is None or config is None:
+            raise
+        account = current_account(lambda q, args=None: query(q), config.user)
+        raise privilege_error(user=config.user, account=account, where=config.where,
+                              lacking=server.monitor_privilege,
+                              needed_for=f"binlog-cdc needs to read the binlog's end and files "
+                                         f"({sql})",
+                              grant=grant_statement(server, account)) from e
+
+
 def binlog_status(query: Query, server: ServerInfo,
                   config: ReplicaConfig | None = None) -> Position:
     """The binlog's end now (on MySQL with the executed GTID set there: ``Executed_Gtid_Set``),
-    asked with ``query(sql) -> rows`` in *server*'s words (:attr:`ServerInfo.status_sql`). With
-    the source's *config*, a refusal for want of a privilege is a PrivilegeError with the GRANT
-    to run; other errors are raised as they are."""
-    import pymysql
+    asked with ``query(sql) -> rows`` in *server*'s words (:attr:`ServerInfo.status_sql`);
+    *config*: the source's (errors: see :func:`_monitored`)."""
     sql = server.status_sql
-    where = config.where if config is not None else "the server"
-    try:
-        rows = query(sql)
-    except pymysql.err.MySQLError as e:
-        code = e.args[0] if e.args and isinstance(e.args[0], int) else None
-        if code == ER_SPECIFIC_ACCESS_DENIED and config is not None:
-            account = current_account(lambda q, args=None: query(q), config.user)
-            raise privilege_error(
-                user=config.user, account=account, where=config.where,
-                lacking=server.monitor_privilege,
-                needed_for=f"binlog-cdc needs to read the binlog's end ({sql})",
-                grant=grant_statement(server, account)) from e
-        raise
+    rows = _monitored(query, sql, server, config)
     if not rows:
+        where = config.where if config is not None else "the server"
         raise ConfigurationError(f"{sql} on {where} returned nothing: is the binary log on "
                                  f"(log_bin)?")
     row = rows[0]
@@ -222,17 +241,19 @@ def binlog_status(query: Query, server: ServerInfo,
     return Position(str(row[0]), int(row[1]), gtid)
 
 
-def binary_logs(query: Query) -> list[tuple[str, int]]:
+def binary_logs(query: Query, server: ServerInfo | None = None,
+                config: ReplicaConfig | None = None) -> list[tuple[str, int]]:
     """``SHOW BINARY LOGS``: (file name, size) of every binlog file the server has, oldest
-    first."""
-    return [(str(r[0]), int(r[1])) for r in query("SHOW BINARY LOGS")]
+    first; *server*, *config*: see :func:`_monitored`."""
+    return [(str(r[0]), int(r[1])) for r in _monitored(query, "SHOW BINARY LOGS", server,
+                                                        config)]
 
 
 def resolve_start(query: Query, start: Start, server: ServerInfo, config: ReplicaConfig) -> Start:
     """*start* with ``earliest`` (the oldest binlog file the server has, position 4) and
     ``latest`` (the binlog end now) resolved to file starts; others are returned as they are."""
     if start.kind == "earliest":
-        logs = binary_logs(query)
+        logs = binary_logs(query, server, config)
         if not logs:
             raise ServerConfigError(f"SHOW BINARY LOGS on {config.where} lists no file: is the "
                                     f"binary log on (log_bin)?")

@@ -12,7 +12,7 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark")
 
-from support.spark_support import source_options  # noqa: E402
+from support.spark_support import batch_rows, fresh_database, source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark]
 
@@ -20,28 +20,13 @@ _dbs = iter(range(1, 1000))
 
 
 def _database(server) -> str:
-    name = f"bes{next(_dbs)}"
-    server.execute(f"DROP DATABASE IF EXISTS {name}")
-    server.execute(f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
-    return name
+    return fresh_database(server, f"bes{next(_dbs)}")
 
 
-def run_batches(spark, options: dict, checkpoint, timeout: float = 240) -> list:
+def run_batches(spark, options: dict, checkpoint) -> list:
     """Run the stream with availableNow: [(op, db.table, after dict)] in binlog order."""
-    got: dict = {}
-
-    def keep(df, batch_id):
-        got[batch_id] = [(r.op, f"{r.db}.{r.table}", json.loads(r.after))
-                         for r in df.orderBy("seq").collect()]
-
-    reader = spark.readStream.format("binlog-cdc")
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    q = (reader.load().writeStream.foreachBatch(keep)
-         .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-    assert q.awaitTermination(timeout), "availableNow query did not stop"
-    if q.exception() is not None:
-        raise AssertionError(f"query failed: {q.exception()}")
+    got = batch_rows(spark, options, checkpoint,
+                     lambda r: (r.op, f"{r.db}.{r.table}", json.loads(r.after)))
     return [r for _, rows in sorted(got.items()) for r in rows]
 
 

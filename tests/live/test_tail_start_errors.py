@@ -18,6 +18,7 @@ from cdc.errors import ConfigurationError
 from cdc.positions import Start
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ReplicaConfig
+from support.accounts import account, monitor_privilege  # noqa: F401 -- a fixture
 
 pytestmark = [pytest.mark.server, pytest.mark.servers("mysql-9.7", "mariadb-10.11")]
 
@@ -107,28 +108,6 @@ def test_an_empty_gtid_set_starts_at_the_beginning(server, mariadb_factory):
 
 
 # --- privileges --------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def account(server):
-    """``make(name, privileges)``: an account with only *privileges* (``*.*``), dropped after
-    the test; its password is ``pw-<name>``."""
-    made = []
-
-    def make(name: str, privileges: str) -> str:
-        server.execute(f"DROP USER IF EXISTS '{name}'@'%'")
-        server.execute(f"CREATE USER '{name}'@'%' IDENTIFIED BY 'pw-{name}'")
-        server.execute(f"GRANT {privileges} ON *.* TO '{name}'@'%'")
-        made.append(name)
-        return name
-
-    yield make
-    for name in made:
-        server.execute(f"DROP USER IF EXISTS '{name}'@'%'")
-
-
-def monitor_privilege(server) -> str:
-    return "BINLOG MONITOR" if server.FLAVOR == "mariadb" else "REPLICATION CLIENT"
 
 
 def test_tail_without_the_binlog_monitor_privilege(server, account):
