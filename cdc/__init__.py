@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import importlib
 
+#: the release (pyproject.toml reads it from here)
+__version__ = "0.1.0"
+
 _EXPORTS = {
     # reading binlogs (files and bytes)
     "BinlogParser": "cdc.binlog.parser", "iter_events": "cdc.binlog.parser",
@@ -29,7 +32,7 @@ _EXPORTS = {
     "TableFilter": "cdc.binlog.transactions",
     "GtidSet": "cdc.binlog.gtid", "MariaGtidPosition": "cdc.binlog.gtid",
     # values
-    "ABSENT": "cdc.values.kinds", "ColumnDef": "cdc.values.types",
+    "ABSENT": "cdc.values.kinds", "JSON_NULL": "cdc.values.kinds", "ColumnDef": "cdc.values.types",
     # positions
     "Position": "cdc.positions", "Start": "cdc.positions",
     # streaming from a server

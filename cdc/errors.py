@@ -125,6 +125,11 @@ class BinlogPurgedError(ReplicationError):
     """The requested binlog file or GTIDs are no longer on the server."""
 
 
+class DivergedServerError(ReplicationError):
+    """The server lacks transactions a stream position already delivered (a failover to a
+    replica that never received them): resuming there would silently diverge."""
+
+
 class ServerIdConflictError(ReplicationError):
     """Another replica is connected with the same server_id."""
 
@@ -198,6 +203,22 @@ class TransientServerError(ServerConnectionError):
     def __init__(self, message: str, code: int | None = None):
         super().__init__(message)
         self.code = code
+
+
+class ServerUnreachableError(TransientServerError):
+    """Nothing answers at the server's address: the connection was refused, or the host name
+    does not resolve. A first connection fails at once on it (a wrong host or port); a
+    connection lost after a first success retries it (the server may be restarting)."""
+
+
+def connect_reason(e: BaseException) -> str:
+    """A connect error without the "connection lost" framing of :class:`TransientServerError`
+    (it never connected): the server's message and code."""
+    code = getattr(e, "code", None)
+    cause = e.__cause__
+    if code is not None and cause is not None and len(getattr(cause, "args", ())) > 1:
+        return f"{cause.args[1]} [error {code}]"
+    return str(e)
 
 
 def map_server_error(code: int, message: str, *, user: str | None = None,
@@ -280,7 +301,8 @@ def not_an_event_start(start: str | None, at: str, detail: str) -> Configuration
 
 # "... the first event 'mysql-bin.000001' at 5, the last event read from '...' at 127, the last
 # byte read from '.../mysql-bin.000001' at 24."
-_DUMP_PLACES = re.compile(r"first event '[^']*' at (\d+).*last byte read from '[^']*' at (\d+)", re.S)
+_DUMP_PLACES = re.compile(r"first event '[^']*' at (\d+).*last byte read from '[^']*' at (\d+)",
+                          re.S)
 
 
 def _failed_at_start(message: str) -> bool:

@@ -2,7 +2,8 @@
 
 * :class:`Position` -- a point in the binlog stream: ``file``/``pos`` and, when the server has
   GTIDs, the GTID state there (a MySQL :class:`~cdc.binlog.gtid.GtidSet` of the transactions
-  before it, or a MariaDB :class:`~cdc.binlog.gtid.MariaGtidPosition`). Positions order by
+  before it, or a MariaDB :class:`~cdc.binlog.gtid.MariaGtidPosition`), and where the XA
+  transactions prepared before it and not yet decided are (:mod:`cdc.binlog.xa`). Positions order by
   (binlog file number, byte position); :meth:`Position.bytes_behind` measures the distance to
   another; :meth:`Position.to_offset` / :meth:`Position.from_offset` give the Spark offset form
   (JSON with a fixed key order).
@@ -21,6 +22,7 @@ from functools import lru_cache
 from typing import Iterable, Mapping, Union
 
 from cdc.binlog.gtid import GtidSet, MariaGtidPosition
+from cdc.binlog.xa import PREPARE, Prepared
 from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
 
 __all__ = ["Position", "Start", "GtidState", "binlog_file_number", "purged_error"]
@@ -73,12 +75,16 @@ class Position:
     GTID start before the server said where); ``gtid`` is the GTID state there: the MySQL set of
     transactions delivered up to this point, or the MariaDB GTID position (None without GTIDs).
     ``last_gtid`` is the GTID of the transaction that ends here (not part of equality).
+    ``prepared``: the XA transactions prepared before this point and not committed or rolled
+    back there (:class:`~cdc.binlog.xa.Prepared`, in binlog order): a stream resuming here reads
+    them again, to deliver their changes at their XA COMMIT.
     """
 
     file: str | None
     pos: int | None
     gtid: GtidState | None = None
     last_gtid: str | None = field(default=None, compare=False)
+    prepared: tuple[Prepared, ...] = ()
 
     # --- the GTID state --------------------------------------------------------------------
 
@@ -101,13 +107,25 @@ class Position:
             return "mariadb_gtid"
         return "file"
 
-    def after(self, file: str | None, pos: int | None, gtid: str | None) -> "Position":
+    def after(self, file: str | None, pos: int | None, gtid: str | None,
+              xa=None) -> "Position":
         """The position right after a transaction ending at *file*:*pos* whose GTID is *gtid*:
-        the GTID state advances by it."""
+        the GTID state advances by it; *xa* (the transaction's
+        :class:`~cdc.binlog.xa.XaStep`): an XA PREPARE is held from here on, an XA COMMIT or
+        ROLLBACK decides one."""
         state = self.gtid
         if gtid and state is not None:
             state = state.add(gtid) if isinstance(state, GtidSet) else state.advance(gtid)
-        return Position(file, pos, state, gtid)
+        held = self.prepared
+        if xa is not None:
+            held = tuple(p for p in held if p.xid != xa.xid)
+            if xa.action == PREPARE:
+                held += (xa.held,)
+        return Position(file, pos, state, gtid, held)
+
+    def holding(self, prepared: Iterable[Prepared]) -> "Position":
+        """The same position holding *prepared* instead (the places completed when read)."""
+        return replace(self, prepared=tuple(prepared))
 
     def moved_to(self, file: str | None, pos: int | None) -> "Position":
         """The same GTID state at another file position (a rotation between transactions)."""
@@ -156,11 +174,14 @@ class Position:
     # --- forms -------------------------------------------------------------------------------
 
     def to_offset(self) -> dict:
-        """The Spark offset: ``{"file", "pos"[, "gtid"]}`` in this key order (Spark compares
-        offsets by their JSON text)."""
+        """The Spark offset: ``{"file", "pos"[, "gtid"][, "xa"]}`` in this key order (Spark
+        compares offsets by their JSON text); ``xa``: the held prepared XA transactions,
+        ``[[xid, file, pos, end], ...]``, only when there are some."""
         d: dict = {"file": self.file, "pos": int(self.pos)}
         if self.gtid is not None:
             d["gtid"] = str(self.gtid)
+        if self.prepared:
+            d["xa"] = [p.to_json() for p in self.prepared]
         return d
 
     @classmethod
@@ -172,33 +193,42 @@ class Position:
         try:
             if isinstance(d, str):
                 d = json.loads(d)
-            return cls(str(d["file"]), int(d["pos"]), parse_gtid_state(d.get("gtid"), mariadb))
+            return cls(str(d["file"]), int(d["pos"]), parse_gtid_state(d.get("gtid"), mariadb),
+                       prepared=tuple(Prepared.from_json(p) for p in d.get("xa") or ()))
         except (KeyError, TypeError, ValueError, CdcError):
             raise ConfigurationError(f"not a binlog-cdc offset: {d!r}") from None
 
     def to_start(self) -> "Start":
-        """Where a stream resumes to continue right after this position."""
+        """Where a stream resumes to continue right after this position (holding its prepared
+        XA transactions)."""
         if isinstance(self.gtid, GtidSet):
-            return Start("gtid", gtid=str(self.gtid))
+            return Start("gtid", gtid=str(self.gtid), prepared=self.prepared)
         if isinstance(self.gtid, MariaGtidPosition):
-            return Start("mariadb_gtid", gtid=str(self.gtid))
+            return Start("mariadb_gtid", gtid=str(self.gtid), prepared=self.prepared)
         if not self.file or self.pos is None:
             raise ConfigurationError("this position has no file and position to resume from")
-        return Start.at(self.file, self.pos)
+        return Start.at(self.file, self.pos, prepared=self.prepared)
 
     def cli_args(self) -> str:
         """How to resume with ``binlog-cdc tail``."""
+        xa = f" --xa {','.join(map(str, self.prepared))}" if self.prepared else ""
         if self.gtid is not None:
-            return f"--gtid '{self.gtid}'"
-        return f"--file {self.file} --pos {self.pos}"
+            return f"--gtid '{self.gtid}'{xa}"
+        return f"--file {self.file} --pos {self.pos}{xa}"
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.pos}" if self.file or self.gtid is None else ""
         if isinstance(self.gtid, GtidSet):
-            return f"{where} gtid_set={self.gtid}".lstrip()
-        if isinstance(self.gtid, MariaGtidPosition):
-            return f"{where} gtid={self.gtid}".lstrip()
-        return where
+            where = f"{where} gtid_set={self.gtid}".lstrip()
+        elif isinstance(self.gtid, MariaGtidPosition):
+            where = f"{where} gtid={self.gtid}".lstrip()
+        return where + _holding(self.prepared)
+
+
+def _holding(prepared: tuple[Prepared, ...]) -> str:
+    if not prepared:
+        return ""
+    return " holding prepared XA at " + ", ".join(map(str, prepared))
 
 
 @dataclass(frozen=True)
@@ -209,15 +239,26 @@ class Start:
     file: str | None = None
     pos: int = 4
     gtid: str | None = None
+    #: prepared XA transactions to hold from the start on (see :attr:`Position.prepared`)
+    prepared: tuple[Prepared, ...] = ()
 
     @classmethod
-    def at(cls, file: str, pos: int = 4) -> "Start":
-        """A binlog file and the position of an event in it (a transaction's ``end_pos``)."""
+    def at(cls, file: str, pos: int = 4, prepared: Iterable[Prepared] = ()) -> "Start":
+        """A binlog file and the position of an event in it (a transaction's ``end_pos``);
+        *prepared*: the XA transactions prepared before it and undecided there."""
         if not file:
             raise ConfigurationError("a file start needs a binlog file name")
         if not isinstance(pos, int) or isinstance(pos, bool) or pos < 4:
             raise ConfigurationError(f"binlog position must be an integer >= 4, not {pos!r}")
-        return cls("file", file=file, pos=pos)
+        return cls("file", file=file, pos=pos, prepared=tuple(prepared))
+
+    def holding(self, prepared: Iterable[Prepared]) -> "Start":
+        """The same start, holding *prepared* (``tail --xa``) too."""
+        prepared = tuple(prepared)
+        if self.kind in ("earliest", "latest") and prepared:
+            raise ConfigurationError(f"prepared XA transactions to hold (--xa) need a start at "
+                                     f"a position (--file/--pos or --gtid), not {self.kind}")
+        return replace(self, prepared=self.prepared + prepared)
 
     @classmethod
     def gtid_set(cls, text: str) -> "Start":
@@ -249,13 +290,6 @@ class Start:
     @property
     def is_gtid(self) -> bool:
         return self.kind in ("gtid", "mariadb_gtid")
-
-    def for_server(self, mariadb: bool) -> "Start":
-        """This start as the server's kind of GTID start where both mean the same: an empty
-        GTID state (nothing seen yet: all the binlog the server has) is either kind."""
-        if self.is_gtid and not self.gtid and (self.kind == "mariadb_gtid") != mariadb:
-            return Start("mariadb_gtid" if mariadb else "gtid", gtid="")
-        return self
 
     @classmethod
     def parse(cls, spec: "Start | Position | str | tuple | Mapping | None", *,
@@ -327,20 +361,21 @@ class Start:
         """The resume position this start stands for (None for earliest/latest, which the
         server resolves)."""
         if self.kind == "file":
-            return Position(self.file, self.pos)
+            return Position(self.file, self.pos, prepared=self.prepared)
         if self.kind == "gtid":
-            return Position(None, None, GtidSet.parse(self.gtid))
+            return Position(None, None, GtidSet.parse(self.gtid), prepared=self.prepared)
         if self.kind == "mariadb_gtid":
-            return Position(None, None, MariaGtidPosition.parse(self.gtid))
+            return Position(None, None, MariaGtidPosition.parse(self.gtid),
+                            prepared=self.prepared)
         return None
 
     def describe(self) -> str:
         if self.kind == "file":
-            return f"file {self.file} position {self.pos}"
+            return f"file {self.file} position {self.pos}{_holding(self.prepared)}"
         if self.kind == "gtid":
-            return f"GTID set '{self.gtid}'"
+            return f"GTID set '{self.gtid}'{_holding(self.prepared)}"
         if self.kind == "mariadb_gtid":
-            return f"MariaDB GTID position '{self.gtid}'"
+            return f"MariaDB GTID position '{self.gtid}'{_holding(self.prepared)}"
         return self.kind
 
 

@@ -325,8 +325,8 @@ class BatchBuilder:
         elif full:
             out += plan.render(images)
         else:
-            names = plan.names
-            out += [row_json(names, r) for r in images]
+            names, columns = plan.names, plan.tmap.columns
+            out += [row_json(names, r, columns) for r in images]
 
     def _typed(self, plan: _TablePlan, images, full: bool, present, out, n: int) -> None:
         """Appends one event's images (None: the operation has none) to the struct children of

@@ -45,11 +45,9 @@ A session with delta-spark configured could ``MERGE`` through Spark instead; thi
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
-from decimal import Decimal
 from typing import Callable, NamedTuple
 
 import pyarrow as pa
@@ -63,12 +61,12 @@ from cdc.replica.sql import SqlSession, connect, fetch_rows
 from streaming.catalog import columns_from_server
 from streaming.delta_schema import SCHEMA_CHANGE, apply_schema_changes
 from streaming.delta_types import (arrow_converter, arrow_schema, delta_spark_type,
-                                   json_converter, typed_converter)
+                                   json_converter, parse_image, typed_converter)
+from streaming.foreach_batch import spark_safe
 from streaming.json_images import NotFast, read_images, reader_schema
 from streaming.last_change import by_table, last_changes, last_changes_typed, last_truncate
 from streaming.options import UPSERT_FIELDS
 
-_DECODE = json.JSONDecoder(parse_float=Decimal).decode   # one decoder (json.loads makes one a call)
 
 log = logging.getLogger("binlog_cdc.delta")
 
@@ -143,7 +141,7 @@ class _Table:
         # the same for whole Arrow columns of typed images
         self.typed_arrow_conv = {c.name: arrow_converter(f) for c, f in zip(self.columns,
                                                                        self.typed_conv) if f}
-        self.read_schema = reader_schema(self.schema)      # None: JSON images value by value
+        self.read_schema = reader_schema(self.schema, self.columns)   # None: value by value
 
 
 def default_table_path(root: str, db: str, table: str) -> str:
@@ -151,6 +149,20 @@ def default_table_path(root: str, db: str, table: str) -> str:
     if "://" in root:
         return root.rstrip("/") + "/" + db + "/" + table
     return os.path.join(root, db, table)
+
+
+def _no_schema_changes(changes: pa.Table) -> None:
+    """Changes without the ``schema_change`` column must hold row changes only: a schema change
+    record (op ``s``) without it would be taken for a row change without its image."""
+    import pyarrow.compute as pc
+    is_s = pc.fill_null(pc.equal(changes.column("op"), "s"), False)
+    if not pc.any(is_s).as_py():
+        return
+    first = changes.filter(is_s).slice(0, 1).to_pylist()[0]
+    raise ConfigurationError(
+        f"DeltaUpserter: the changes hold schema changes (op s; the first: "
+        f"{first['db']}.{first['table']} at {first['seq']}) but not their {SCHEMA_CHANGE} "
+        f"column; pass it with the rows (DeltaUpserter.columns_of(df) lists what to select)")
 
 
 def _quote(name: str) -> str:
@@ -168,7 +180,8 @@ class DeltaUpserter:
     to use instead. ``table_path``: ``(root, db, table)
     -> path`` to place tables elsewhere. ``storage_options`` go to delta-rs (object stores).
     Table definitions are cached for the life of the upserter and read again when a row image
-    does not match them.
+    does not match them. Its exceptions reach Spark in a form Spark can read
+    (:func:`streaming.foreach_batch.spark_safe`).
     """
 
     def __init__(self, root: str | os.PathLike, host: str | None = None, port: int = 3306,
@@ -200,7 +213,14 @@ class DeltaUpserter:
 
     # --- entry point -----------------------------------------------------------------------------
 
+    @spark_safe
     def __call__(self, df, batch_id: int) -> None:
+        self.upsert_arrow(df.select(*self.columns_of(df)).toArrow(), batch_id)
+
+    @staticmethod
+    def columns_of(df) -> list[str]:
+        """The columns of a binlog-cdc DataFrame that :meth:`upsert_arrow` reads (the row
+        changes', and ``schema_change`` when the source has it)."""
         wanted = list(UPSERT_FIELDS)
         if SCHEMA_CHANGE in df.columns:             # includeSchemaChanges: streaming.delta_schema
             wanted.append(SCHEMA_CHANGE)
@@ -209,7 +229,7 @@ class DeltaUpserter:
             raise ConfigurationError(f"DeltaUpserter: the DataFrame lacks the columns {missing}; "
                                      f"pass the binlog-cdc source's DataFrame unchanged (with "
                                      f"option fields, at least {','.join(UPSERT_FIELDS)})")
-        self.upsert_arrow(df.select(*wanted).toArrow(), batch_id)
+        return wanted
 
     def upsert_arrow(self, changes: pa.Table, batch_id: int) -> dict[str, int]:
         """Upsert an Arrow table of changes (columns op, db, table, before, after, seq, and
@@ -243,6 +263,8 @@ class DeltaUpserter:
     def _upsert(self, changes: pa.Table, batch_id: int) -> dict[str, int]:
         if SCHEMA_CHANGE in changes.column_names:
             changes = apply_schema_changes(self, changes, batch_id)
+        else:
+            _no_schema_changes(changes)
         if changes.num_rows == 0:
             return {}
         typed = pa.types.is_struct(changes.schema.field("after").type)
@@ -470,7 +492,7 @@ class DeltaUpserter:
             row = image                         # dict: field name -> typed value
             conv = tbl.typed_conv
         else:
-            row = _DECODE(image)
+            row = parse_image(image)
             conv = tbl.json_conv
         extra = [k for k in row if k not in tbl.name_set]
         if extra:

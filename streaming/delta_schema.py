@@ -35,7 +35,6 @@ source as it was before the batch), then merges as usual (``<app_id>``).
 
 from __future__ import annotations
 
-import json
 import logging
 from decimal import Decimal
 
@@ -49,6 +48,8 @@ from cdc.schema.ddl import CreateTable, parse_ddl
 from cdc.values.render import to_json_text
 from cdc.values.types import ColumnDef
 
+from streaming.delta_types import parse_image
+
 __all__ = ["SCHEMA_CHANGE", "DDL_SUFFIX", "apply_schema_changes", "record_columns",
            "implicit_default", "delta_shape"]
 
@@ -56,7 +57,6 @@ log = logging.getLogger("binlog_cdc.delta")
 
 SCHEMA_CHANGE = "schema_change"
 DDL_SUFFIX = "#ddl"         # <app_id>#ddl: the app transaction of the rewrites
-_DECODE = json.JSONDecoder(parse_float=Decimal).decode
 _RESNAPSHOT = ("re-snapshot the table into a new Delta table (the source's option signalTable, "
                "README \"Initial snapshot\"), or migrate the Delta table by hand")
 _META, _KEY = "binlog_cdc.column", "binlog_cdc.key"    # Delta column metadata
@@ -383,7 +383,7 @@ def apply_schema_changes(up, changes: pa.Table, batch_id: int) -> pa.Table:
     touched = set()
     for i, op in enumerate(ops):
         if op == "s":
-            rec = _DECODE(recs[i]) if isinstance(recs[i], str) else recs[i]
+            rec = parse_image(recs[i]) if isinstance(recs[i], str) else recs[i]
             recs[i] = rec
             touched.add((dbs[i], tables[i]))
             if rec.get("renamed_from"):
@@ -465,7 +465,7 @@ def _images(values: list, image_type: pa.DataType, typed: bool) -> pa.Array:
 def _convert(image, steps: list[_Step], typed: bool):
     if image is None:
         return None
-    row = dict(image) if typed else _DECODE(image)
+    row = dict(image) if typed else parse_image(image)
     for st in steps:
         row = st.image(row, typed)
     return row if typed else to_json_text(row)
@@ -548,7 +548,7 @@ def delta_shape(dt) -> dict | None:
         meta = f.metadata or {}
         if _META not in meta:
             return None
-        columns.append(_DECODE(meta[_META]))
+        columns.append(parse_image(meta[_META]))
         if meta.get(_KEY):
             key.append((int(meta[_KEY]), f.name))
     return {"columns": columns, "primary_key": [n for _k, n in sorted(key)]}

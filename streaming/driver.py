@@ -1,6 +1,13 @@
 """The Spark driver's view of the source server: one cached SQL session (binlog end, file list,
 GTID state at a position) and the transaction boundaries found after the last offset.
 
+Offsets from another server (failover): an offset names a file and position of the server it
+was read from. One this driver did not make itself is checked once: the server must have
+executed every transaction of its GTID state (else :class:`~cdc.errors.DivergedServerError`),
+and a GTID dump from that state must begin at the offset's file position; when it begins
+elsewhere (another server: other file names, positions, local transactions), the stream resumes
+where the dump begins, never at the offset's file position (:meth:`Driver.offset`).
+
 Created lazily by the stream reader on the driver and never pickled (see
 :class:`streaming.source.BinlogStreamReader`).
 """
@@ -9,9 +16,13 @@ from __future__ import annotations
 
 import logging
 
+import json
+
+from cdc.check import WARN, require, run_checks
 from cdc.errors import BinlogPurgedError
-from cdc.positions import Position, parse_gtid_state, purged_error
+from cdc.positions import Position, Start, parse_gtid_state, purged_error
 from cdc.replica.client import ReplicaClient
+from cdc.replica.failover import check_contained, mysql_state_at
 from cdc.replica.server import ServerInfo, server_of
 from cdc.replica.sql import SqlSession, binary_logs, binlog_status, connect
 
@@ -20,6 +31,19 @@ from streaming.planning import Boundary, Key
 from streaming.schema_history import StreamHistory
 
 log = logging.getLogger("binlog_cdc.spark")
+
+
+def preflight(opts: SourceOptions, *, snapshot: bool, binlog: bool = True) -> None:
+    """The checks of ``binlog-cdc check`` (:mod:`cdc.check`) before a query or a snapshot
+    starts: the first FAIL is raised (a server that cannot be reached, binlog_format not ROW,
+    missing privileges, includeTables naming a table the server does not have, binlogs kept for
+    less than the snapshot takes...), WARNs are logged."""
+    f = opts.table_filter()
+    for finding in require(run_checks(opts.replica_config(), include=f.include if f else (),
+                                      exclude=f.exclude if f else (), snapshot=snapshot,
+                                      binlog=binlog)):
+        if finding.status == WARN:
+            log.warning("%s: %s", finding.check, finding.message)
 
 
 def replica_client(opts: SourceOptions, start, server_id: int) -> ReplicaClient:
@@ -47,6 +71,9 @@ class Driver:
         self.snapshot_progress = None        # cdc.snapshot.progress.SnapshotProgress, in memory
         # the stream's schema history (streaming.schema_history): in the offsets once in use
         self.schema = StreamHistory(opts, self.query)
+        # offset JSON -> the position on this server it resumes at (Driver.offset)
+        self._resumes: dict[str, Position] = {}
+        self._moved: set[str] = set()    # of those, the ones resumed by GTID elsewhere
 
     @property
     def where(self) -> str:
@@ -66,8 +93,54 @@ class Driver:
         return self.server.is_mariadb
 
     def offset(self, d) -> Position:
-        """A Spark offset back into a position, its GTID text read in the server's flavour."""
-        return Position.from_offset(d, mariadb=self.is_mariadb())
+        """A Spark offset back into a position on this server, its GTID text read in the
+        server's flavour; one with a GTID state that this driver did not make is checked once
+        (see the module): it resumes where a GTID dump from its state begins."""
+        p = Position.from_offset(d, mariadb=self.is_mariadb())
+        if p.gtid is None:
+            return p
+        key = _key(p)
+        here = self._resumes.get(key)
+        if here is None:
+            here = self._resumes[key] = self._resume_point(p)
+            if not here.same_place(p):
+                self._moved.add(_key(here))
+        return here
+
+    def known(self, p: Position) -> Position:
+        """*p*, an offset this driver made on this server (not checked again)."""
+        self._resumes.setdefault(_key(p), p)
+        return p
+
+    def moved(self, p: Position) -> bool:
+        """Whether *p* is where an offset from another server resumes here by GTID."""
+        return _key(p) in self._moved
+
+    def _resume_point(self, p: Position) -> Position:
+        check_contained(self.query, p.gtid, mariadb=self.is_mariadb(), where=self.where)
+        try:
+            first = self.gtid_start(Position(None, None, p.gtid).to_start())
+        except BinlogPurgedError:
+            return p        # the stream's purged-binlog handling (failOnDataLoss) decides
+        if first.same_place(p):
+            return p
+        log.warning("offset %s is not where this server's binlog continues its GTID state "
+                    "(another server: a failover); resuming by GTID at %s:%s", p, first.file,
+                    first.pos)
+        return Position(first.file, first.pos, p.gtid, prepared=p.prepared)
+
+    def gtid_start(self, spec: Start) -> Position:
+        """The boundary where a GTID start begins: the first transaction the server sends for
+        it, or the end of the binlog when there is none yet."""
+        end = self.master_status()
+        state = spec.position().gtid
+        client = replica_client(self.opts, spec, self.opts.server_id)
+        try:
+            for tx in client.transactions():
+                return Position(tx.file, tx.pos, state)
+        finally:
+            client.close()
+        return Position(end.file, end.pos, state)
 
     def close(self) -> None:
         self.sql.close()
@@ -83,9 +156,15 @@ class Driver:
 
     def gtid_at(self, file: str, pos: int, mysql_set=None):
         """The GTID state at *file*:*pos*: MariaDB's ``BINLOG_GTID_POS`` there; on MySQL the
-        set the caller knows (*mysql_set*)."""
+        set the caller knows (*mysql_set*), else, in GTID mode, the file's PREVIOUS_GTIDS and
+        the GTIDs before *pos* (what a failover resumes from)."""
         if not self.is_mariadb():
-            return mysql_set
+            if mysql_set is not None:
+                return mysql_set
+            rows = self.query("SELECT @@GLOBAL.gtid_mode")
+            if not rows or str(rows[0][0]).upper() != "ON":
+                return None
+            return mysql_state_at(self.query, file, pos)
         try:
             rows = self.query("SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))
         except Exception as e:  # noqa: BLE001
@@ -109,3 +188,7 @@ class Driver:
         return purged_error(file, logs, self.where, context=context, fix=(
             "Restart the query from a new snapshot and a new checkpoint, or set "
             "failOnDataLoss=false to skip the purged range"))
+
+
+def _key(p: Position) -> str:
+    return json.dumps(p.to_offset())

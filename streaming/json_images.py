@@ -5,7 +5,7 @@ pyarrow's JSON reader: the fast path of :class:`streaming.delta.DeltaUpserter` (
 Only for tables whose Delta columns the reader parses exactly as the upserter's per-value path
 does: integers, floats, DECIMAL (from the JSON number's digits), text, DATETIME/TIMESTAMP (ISO
 8601, ``Z`` for UTC), DATE (read as text, then cast). Anything else -- binary columns (base64),
-VECTOR, a value the reader refuses (a zero date, ``{"$binary": ...}`` text, a number in a text
+VECTOR, MySQL JSON documents, a value the reader refuses (a zero date, ``{"$binary": ...}`` text, a number in a text
 column) -- raises :class:`NotFast` and the caller takes the per-value path, which also gives the
 precise error where there is one.
 """
@@ -20,6 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from cdc.binlog.constants import ColumnType
+
 __all__ = ["NotFast", "as_type", "reader_schema", "read_images"]
 
 
@@ -33,10 +35,13 @@ def _readable(t: pa.DataType) -> bool:
             or pa.types.is_timestamp(t) or pa.types.is_date32(t))
 
 
-def reader_schema(schema: pa.Schema) -> pa.Schema | None:
+def reader_schema(schema: pa.Schema, columns=()) -> pa.Schema | None:
     """The schema to read images of a table of *schema* with (dates as text), or None when a
-    column type is not read exactly by the JSON reader."""
-    if not all(_readable(f.type) for f in schema):
+    column type is not read exactly by the JSON reader; *columns* (the table's ColumnDefs): a
+    MySQL JSON column is never (its image value is the document as nested JSON, its Delta value
+    that document's text: the reader would give a string document ``"s"`` as ``s``)."""
+    if not all(_readable(f.type) for f in schema) or \
+            any(c.real_type == ColumnType.JSON for c in columns):
         return None
     return pa.schema([pa.field(f.name, pa.string()) if pa.types.is_date32(f.type) else f
                       for f in schema])

@@ -116,15 +116,34 @@ def _read(path: str) -> str:
         return f.read()
 
 
+#: Spark's log settings of a local session (:func:`quiet_start`)
+LOG4J2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+
+
+def quiet_start() -> dict[str, str]:
+    """The settings of a local session that starts without Spark's notices (its log settings
+    from :data:`LOG4J2`: warnings and errors, no "default log4j profile" or "default log level"
+    lines, no warning that Hadoop's native library is missing), and ``SPARK_LOCAL_IP`` set to
+    the loopback address unless set (a local session binds there anyway; unset, Spark warns
+    that the host name resolves to it). Only for a session whose driver starts in this
+    process, and not when ``spark.driver.extraJavaOptions`` is set otherwise."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2}"}
+
+
 def local_spark(app_name: str = "binlog-cdc", cores: int = 2):
     """``local[cores]``, no UI or console progress bars, UTC session time zone, 2 shuffle
     partitions, Python workers on this interpreter (through :func:`worker_python`'s launcher
-    unless ``PYSPARK_PYTHON`` names one), log level ERROR, the checkpoint writer of
-    :data:`FILE_SYSTEM_CHECKPOINTS` (its checkpoints are local)."""
+    unless ``PYSPARK_PYTHON`` names one), a quiet start (:func:`quiet_start`), log level ERROR
+    once started, the checkpoint writer of :data:`FILE_SYSTEM_CHECKPOINTS` (its checkpoints
+    are local)."""
     if "PYSPARK_PYTHON" not in os.environ:     # (setdefault would build the launcher anyway)
         os.environ["PYSPARK_PYTHON"] = worker_python()
     from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master(f"local[{cores}]").appName(app_name)
+    builder = SparkSession.builder.master(f"local[{cores}]").appName(app_name)
+    for key, value in quiet_start().items():
+        builder = builder.config(key, value)
+    spark = (builder
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2")

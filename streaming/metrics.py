@@ -19,7 +19,8 @@ query name, or its id when unnamed) and ``query_id``:
   and the server's end (summed over files);
 * ``binlog_cdc_behind_transactions`` (gauge): transactions known to lie in between;
 * ``binlog_cdc_rows_total`` (counter): row changes read (sum of the source's ``numInputRows``);
-* ``binlog_cdc_last_progress_timestamp_seconds`` (gauge): when the last progress was handled;
+* ``binlog_cdc_last_progress_timestamp_seconds`` (gauge): when the last progress (or idle
+  event) was handled;
 * during an initial snapshot (``startingPosition=snapshot``) or a re-snapshot, its progress
   (:mod:`cdc.snapshot.progress`): ``binlog_cdc_snapshot_tables_left``,
   ``binlog_cdc_snapshot_tables{state="done"|"total"}``,
@@ -29,8 +30,12 @@ query name, or its id when unnamed) and ``query_id``:
 
 The figures come from the JSON that the source reports as its ``latestOffset`` in the progress
 (``{"file", "pos", "behindBytes", "behindTransactions", "lagSeconds"}``); a source is recognised
-by that JSON having ``behindBytes``, whatever Spark prints as its description. When a query
-terminates its gauges are removed (a stopped query has no lag); its counter stays.
+by that JSON having ``behindBytes``, whatever Spark prints as its description. A trigger that
+finds nothing new posts no progress but, every ``spark.sql.streaming.noDataProgressEventInterval``
+(10 s by default), an idle event: the source says "nothing new" only once it has read to the
+server's binlog end (other tables' changes there are read, not pending), so an idle event sets
+the lag and the bytes and transactions behind to 0. When a query terminates its gauges are
+removed (a stopped query has no lag); its counter stays.
 """
 
 from __future__ import annotations
@@ -162,7 +167,10 @@ class BinlogCdcMetricsListener(StreamingQueryListener):
             log.exception("binlog-cdc metrics: cannot handle a progress event")
 
     def onQueryIdle(self, event) -> None:
-        pass
+        try:
+            self.idle(str(_get(event, "id")))
+        except Exception:
+            log.exception("binlog-cdc metrics: cannot handle an idle event")
 
     def onQueryTerminated(self, event) -> None:
         try:
@@ -223,6 +231,21 @@ class BinlogCdcMetricsListener(StreamingQueryListener):
             self.rows.labels(*labels).inc(rows)
             self.last_progress.labels(*labels).set(time.time())
             self.events += 1
+        return True
+
+    def idle(self, query_id: str) -> bool:
+        """A trigger of the query found nothing new to read (Spark's ``QueryIdleEvent``, every
+        ``spark.sql.streaming.noDataProgressEventInterval`` while idle): a binlog-cdc source
+        says so only when it has read to the server's binlog end (what it read there being
+        other tables' changes, if any), so the query is caught up: lag and bytes behind 0.
+        Returns False for a query not seen with a binlog-cdc source."""
+        with self._lock:
+            labels = self._labels.get(query_id)
+            if labels is None:
+                return False
+            for gauge in (self.lag_seconds, self.behind_bytes, self.behind_transactions):
+                gauge.labels(*labels).set(0)
+            self.last_progress.labels(*labels).set(time.time())
         return True
 
     def _snapshot(self, labels: tuple, snaps: list) -> None:

@@ -31,7 +31,7 @@ PASSWORD_HINT = f"the Spark options password or passwordFile, or {PASSWORD_ENV} 
 #: connections included: a task's client is new) how the driver's SQL session rides out an
 #: outage of the source.
 TASK_RETRY = RetryPolicy(max_attempts=10, max_time=120, initial_backoff=0.2, max_backoff=5,
-                         first_connect_time=120)
+                         first_connect_time=120, retry_unreachable_first=True)
 
 # name -> one-line description (also the order of the "valid options" list in errors)
 OPTIONS: dict[str, str] = {
@@ -57,6 +57,11 @@ OPTIONS: dict[str, str] = {
     "maxBytesPerTrigger": "at most this many binlog bytes per micro-batch (whole transactions)",
     "minPartitions": "split each micro-batch into at least this many tasks (default 1)",
     "maxBytesPerPartition": "binlog bytes per task at most (default 16 MiB)",
+    "idleAdvanceIntervalMs": "when only other tables change, the offset moves past their "
+                             "transactions (an empty micro-batch) at most this often "
+                             "(default 60000)",
+    "idleAdvanceBytes": "... or once this many binlog bytes of them wait (default 16 MiB): "
+                        "about what a restart reads again at most",
     "failOnDataLoss": "true (default): purged binlogs stop the query; false: skip them",
     "heartbeatIntervalMs": "replication heartbeat period (default 10000)",
     "connectTimeoutMs": "connect timeout (default 10000)",
@@ -144,6 +149,8 @@ class SourceOptions:
     max_bytes: int | None = None
     min_partitions: int = 1
     max_bytes_per_partition: int = 16 << 20
+    idle_advance_s: float = 60.0
+    idle_advance_bytes: int = 16 << 20
     fail_on_data_loss: bool = True
     heartbeat_s: float = 10.0
     connect_timeout_s: float = 10.0
@@ -232,6 +239,11 @@ class SourceOptions:
         if get("maxBytesPerPartition"):
             kw["max_bytes_per_partition"] = _int("maxBytesPerPartition",
                                                  get("maxBytesPerPartition"), 1)
+        if get("idleAdvanceIntervalMs"):
+            kw["idle_advance_s"] = _int("idleAdvanceIntervalMs", get("idleAdvanceIntervalMs"),
+                                        0) / 1000
+        if get("idleAdvanceBytes"):
+            kw["idle_advance_bytes"] = _int("idleAdvanceBytes", get("idleAdvanceBytes"), 0)
         if get("failOnDataLoss") is not None:
             kw["fail_on_data_loss"] = _bool("failOnDataLoss", get("failOnDataLoss"))
         if get("heartbeatIntervalMs"):

@@ -11,7 +11,10 @@ driver found (:mod:`streaming.driver`), and the unit tests feed them made-up bou
 * :func:`plan_chunks` -- a batch's byte range cut into per-file, byte-balanced chunks at
   transaction boundaries.
 * :func:`lag_report` -- how far an offset is behind the server's end.
-* :func:`mysql_skip_set` / :func:`delivered_before` -- MySQL transactions already delivered.
+* :func:`delivers_nothing` / :func:`quiet_until` / :func:`holds_quiet` -- transactions that give
+  the stream nothing (other tables' changes): an offset moves past them only now and then.
+* :func:`skip_set` / :func:`delivered_before` -- transactions already delivered.
+* :func:`decided_in` -- the prepared XA transactions a chunk's task must read again.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import Iterable, NamedTuple, Sequence
 
-from cdc.binlog.gtid import GtidSet
+from cdc.binlog.xa import Prepared
 from cdc.positions import Position, binlog_file_number
 
 #: Server ids serverId+1 .. serverId+MAX_CHUNKS are used by tasks: a batch has at most this many
@@ -39,6 +42,7 @@ class Boundary(NamedTuple):
     bytes: int     # binlog bytes of the transaction
     ts: int | None = None   # commit time of the transaction (epoch seconds)
     signal: tuple = ()      # tables the transaction asks to re-snapshot (option signalTable)
+    quiet: bool = False     # the transaction delivers nothing (:func:`delivers_nothing`)
 
     @property
     def key(self) -> Key:
@@ -169,17 +173,87 @@ def lag_report(chosen: Position, end: Position | None, logs: Sequence[tuple[str,
             "behindTransactions": len(pending), "lagSeconds": lag}
 
 
-def mysql_skip_set(position: Position) -> GtidSet | None:
-    """The MySQL GTID set of *position* (None on MariaDB or without GTIDs): transactions read
-    from the binlog by file and position after it whose GTID is in the set were delivered
-    already (a GTID start set need not be a prefix of the binlog: ``uuid:1-10:12-13`` from
-    ``uuid:11`` on means 12 and 13 must not come again; COM_BINLOG_DUMP_GTID would skip them,
-    the file/position dumps of the driver and the tasks do not). A GTID occurs once in the
-    binlog, so the set at the batch start serves every chunk of the batch."""
-    gs = position.gtid_set
-    return gs if gs else None
+def delivers_nothing(skip, tx) -> bool:
+    """Whether the stream delivers nothing of transaction *tx*: no row change, TRUNCATE,
+    statement (DDL, which the schema history may follow) or XA step of the captured tables
+    (a transaction of other tables only), or one in *skip* (:func:`delivered_before`)."""
+    return not (tx.rows_events or tx.queries or tx.truncates or tx.schema_changes or
+                tx.xa is not None) or delivered_before(skip, tx)
 
 
-def delivered_before(skip: GtidSet | None, tx) -> bool:
-    """Whether transaction *tx* is in *skip*, the set of :func:`mysql_skip_set`."""
+def quiet_until(boundaries: Iterable[Boundary], start: Position, end: Key) -> Position:
+    """The furthest point after *start*, up to *end*, that only quiet transactions
+    (:attr:`Boundary.quiet`) separate from *start*: where reading *start*..*end* has to begin
+    (*start* when the first transaction after it delivers something)."""
+    at = start
+    for b in boundaries:
+        if b.key <= start.key:
+            continue
+        if b.key > end or not b.quiet:
+            break
+        at = b.position
+    return at
+
+
+def holds_quiet(start: Position, chosen: Boundary | None, boundaries: Iterable[Boundary],
+                target: Key, logs: Sequence[tuple[str, int]], *, held_for: float,
+                max_bytes: int, max_seconds: float) -> bool:
+    """Whether a trigger keeps the offset at *start* (Spark runs no micro-batch) although the
+    driver found transactions up to *chosen*: every one of them is quiet (other tables'
+    changes), *chosen* is the *target* (nothing unread follows), and they hold less than
+    *max_bytes* binlog bytes, kept for less than *max_seconds* so far (*held_for*). A busy
+    other database then costs an empty micro-batch at most every *max_seconds* or *max_bytes*,
+    and a restart reads about that much again at most."""
+    if chosen is None or chosen.key < target:
+        return False
+    if not quiet_until(boundaries, start, chosen.key).same_place(chosen.position):
+        return False
+    return held_for < max_seconds and start.bytes_behind(chosen.position, logs) < max_bytes
+
+
+def skip_set(position: Position, moved: bool = False):
+    """The GTID state whose transactions, read from the binlog by file and position after
+    *position*, were delivered already (None: nothing to skip).
+
+    MySQL: the GTID set of *position* (a GTID start set need not be a prefix of the binlog:
+    ``uuid:1-10:12-13`` from ``uuid:11`` on means 12 and 13 must not come again;
+    COM_BINLOG_DUMP_GTID would skip them, the file/position dumps of the driver and the tasks do
+    not). A GTID occurs once in the binlog, so the set at the batch start serves every chunk of
+    the batch. MariaDB: the GTID position, only when *moved* (the offset was read from another
+    server and resumes here by its GTID state, where this server's binlog may hold some of its
+    transactions after the resume point: another domain's came first); a GTID is delivered when
+    its domain's sequence number is not past the position's."""
+    if position.gtid_set:
+        return position.gtid_set
+    return position.mariadb_gtid if moved and position.mariadb_gtid else None
+
+
+def delivered_before(skip, tx) -> bool:
+    """Whether transaction *tx* is in *skip*, the state of :func:`skip_set`."""
     return skip is not None and bool(tx.gtid) and tx.gtid in skip
+
+
+def decided_in(start: Position, end: Position, boundaries: Iterable[Boundary],
+               chunk: Chunk) -> tuple[Prepared, ...]:
+    """The prepared XA transactions held where *chunk* starts and decided inside it (its XA
+    COMMIT or XA ROLLBACK is in the chunk): its task reads them again before its dump, to
+    deliver a commit's changes (see :mod:`cdc.binlog.xa`). What is held at a point is what the
+    last boundary at or before it holds -- the batch *start*, the *boundaries* found in between,
+    the batch *end* -- so a chunk that starts at neither needs the boundaries before it."""
+    points = [start] + [b.position for b in boundaries if start.key < b.key < end.key] + [end]
+    points.sort(key=lambda p: p.key)
+
+    def held_at(key: Key) -> tuple[Prepared, ...]:
+        held = start.prepared
+        for p in points:
+            if p.key > key:
+                break
+            held = p.prepared
+        return held
+
+    number = binlog_file_number(chunk.file)
+    first = held_at((number, chunk.start))
+    if not first:
+        return ()
+    still = {p.xid for p in held_at((number, chunk.end))}
+    return tuple(p for p in first if p.xid not in still)

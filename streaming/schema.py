@@ -45,7 +45,7 @@ change                                  column): for ``s`` the record of
 ==========  ==========================  ==========================================================
 
 ``before``/``after`` are JSON object texts by default (``cdc.values.render.row_json``: exact decimals,
-ISO dates, base64 bytes; columns missing from a MINIMAL/NOBLOB image are left out). With the
+ISO dates, base64 bytes, MySQL JSON documents nested as MySQL prints them; columns missing from a MINIMAL/NOBLOB image are left out). With the
 option ``table=db.t`` (typed mode) they are structs with one field per column of that table, in
 table order, typed as below (the table's definition comes from ``information_schema`` for a
 stream, or from the binlog's TABLE_MAP for a batch read of files). A column missing from an
@@ -69,7 +69,9 @@ BIT(n)                                long (n = 64: decimal(20,0))
 CHAR / VARCHAR / TEXT                 string
 BINARY / VARBINARY / BLOB, binary     binary
 ENUM / SET                            string (SET: comma-joined)
-JSON (MySQL)                          string (JSON text); MariaDB's JSON is LONGTEXT: string
+JSON (MySQL)                          string: the text MySQL prints (``CAST(j AS CHAR)``), the
+                                      JSON null literal ``null`` (SQL NULL: null); MariaDB's JSON
+                                      is LONGTEXT: string
 GEOMETRY                              binary (MySQL internal format: 4-byte SRID + WKB)
 VECTOR                                array<float>
 ====================================  ===========================================================
@@ -92,6 +94,7 @@ from cdc.values.kinds import InvalidText
 from cdc.values.types import TYPES, ColumnDef, Geometry, InvalidTemporal
 from cdc.binlog.constants import ColumnType as T
 from cdc.errors import SchemaError
+from cdc.values.jsonb import json_to_text
 from cdc.values.render import to_json_text
 
 SOURCE_TYPE = StructType([
@@ -170,8 +173,8 @@ def _to_text(v):
 
 
 def _json_text(v):
-    # A MySQL JSON document: its JSON text (a JSON null document is the text "null").
-    return to_json_text(v)
+    # A MySQL JSON document: the text MySQL prints for it (the null literal, JSON_NULL: "null").
+    return json_to_text(v)
 
 
 def _geometry_bytes(v):

@@ -6,8 +6,9 @@ the driver (:class:`StreamHistory`):
 
 * **Seeded** from information_schema at the stream's start (``initialOffset``: the start
   position, for ``startingPosition=snapshot`` the snapshot's ``P0``) when the server's
-  ``binlog_row_metadata`` is not FULL; otherwise (FULL) at the first DDL statement the driver's
-  scan meets, as a replica client would.
+  ``binlog_row_metadata`` is not FULL or schema changes are wanted; otherwise (FULL) at the
+  first DDL statement the driver's scan meets, as a replica client would. Either way it is
+  reconciled with the binlog's DDL from that position on (:meth:`HistorySource.seed`).
 * **Fed** by the driver's scans of the binlog (the transaction boundaries of the next batches):
   the scan clients share it, so it follows every DDL statement up to the furthest boundary found.
 * **In every offset** once seeded: ``"schema"`` holds the captured tables' shapes in effect at the
@@ -89,8 +90,9 @@ class StreamHistory:
         return self.history is not None and self.history.seeded
 
     def seed_at_start(self, start: Position) -> None:
-        """At the stream's start: seed now unless the server logs full metadata (then the
-        history is seeded when a scan first needs it)."""
+        """At the stream's start: seed now, as of *start*, unless the server logs full metadata
+        and no schema changes are wanted (then the history is seeded when a scan first needs
+        it)."""
         if not self.enabled or self.in_use:
             return
         try:
@@ -98,10 +100,10 @@ class StreamHistory:
             mode = str(rows[0][0]).upper() if rows and rows[0][0] is not None else ""
         except Exception:  # noqa: BLE001 -- a server without the variable: no full metadata
             mode = ""
-        if mode == "FULL":
+        if mode == "FULL" and not self.opts.include_schema_changes:
             return
         h = self.shared()
-        self._source.seed(h)
+        self._source.seed(h, at=(start.file, start.pos))
         self.fed_to = start
         log.info("schema history seeded at the stream's start %s (binlog_row_metadata=%s)",
                  start, mode or "not FULL")
@@ -151,7 +153,7 @@ class StreamHistory:
         self.attach(client)
         try:
             for tx in client.transactions():
-                at = at.after(tx.file, tx.end_pos, tx.gtid)
+                at = at.after(tx.file, tx.end_pos, tx.gtid, tx.xa)
                 if at.key >= to.key:
                     break
         except BinlogPurgedError as e:

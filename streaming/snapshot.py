@@ -262,7 +262,8 @@ def read_chunk(opts, schema, typed_columns, chunk: SnapshotChunk) -> Iterator:
                                  config=config) as reader:
             builder = BatchBuilder(schema, typed_columns)
             yield from record_batches([_ChunkRows(reader, tmap)], builder)
-            log.info("%s: %d rows at %s", chunk, reader.rows, reader.position.position)
+            log.info("%s: %d rows at %s (%s)", chunk, reader.rows, reader.position.position,
+                     "exact" if reader.position.exact else "not exact")
     finally:
         conn.close()
 
@@ -278,7 +279,8 @@ class SnapshotBatchReader(DataSourceReader):
         self.columns = columns
 
     def partitions(self):
-        from streaming.driver import Driver
+        from streaming.driver import Driver, preflight
+        preflight(self.opts, snapshot=True, binlog=False)
         d = Driver(self.opts)
         try:
             start = initial_offset(d, self.opts)

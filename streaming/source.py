@@ -35,12 +35,23 @@ How a stream works
   tasks read by file and position: a transaction whose GTID is already in the set at the batch
   start (a ``{"gtid": ...}`` start set with gaps, or another server's order of the same
   transactions) is skipped, as ``COM_BINLOG_DUMP_GTID`` would skip it.
+* Failover: an offset read from another server resumes by its GTID state, never by its file
+  position, and a server lacking transactions it delivered is refused
+  (:mod:`streaming.driver`).
+* Transactions of other tables only (:func:`streaming.planning.holds_quiet`) hold the offset
+  until ``idleAdvanceBytes`` of them wait or ``idleAdvanceIntervalMs`` passed (a busy other
+  database makes no micro-batch per trigger); a batch's tasks do not read them first.
 * Purged binlogs: with ``failOnDataLoss=true`` (default) the query stops with an error naming
   the missing file; with ``false`` the purged range is skipped (a warning is logged).
 * The schema history (column names, charsets... of tables whose table maps lack them) is kept
   by the driver, carried in the offsets and given to each chunk as of its start: a restarted
   query decodes with the tables' shapes of its checkpoint's position
   (:mod:`streaming.schema_history`).
+* XA transactions (:mod:`cdc.binlog.xa`): a prepared one is delivered in the batch of its XA
+  COMMIT, at the commit's place (``seq``, ``source``); an offset past an undecided XA PREPARE
+  names it (``"xa"``), and the task whose chunk holds the decision reads the prepared
+  transaction again (:func:`streaming.planning.decided_in`). A replayed batch over several
+  files is scanned by the driver first, to know what is held where its files start.
 """
 
 from __future__ import annotations
@@ -55,22 +66,22 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               ReadMaxRows, SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
-from cdc.binlog.files import BinlogFileReader
-from cdc.binlog.gtid import GtidSet
+from cdc.binlog.files import BinlogFileReader, EarlierPrepared
 from cdc.binlog.transactions import TransactionAssembler
 from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
-from cdc.positions import Position, Start
+from cdc.positions import Position, Start, parse_gtid_state
 from cdc.replica.history_state import restore_history, use_history
 from cdc.replica.sql import ask_on, binlog_status, connect, resolve_start
 
 from streaming.batches import BatchBuilder, record_batches
 from streaming.bounded import BoundedBatchReader
 from streaming.catalog import columns_from_server
-from streaming.driver import Driver, replica_client
+from streaming.driver import Driver, preflight, replica_client
 from streaming.options import SourceOptions
 from streaming.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anchor, choose,
-                                delivered_before, lag_report, mysql_skip_set, need_scan,
-                                plan_chunks)
+                                decided_in, delivered_before, delivers_nothing, holds_quiet,
+                                lag_report, skip_set, need_scan, plan_chunks,
+                                quiet_until)
 from streaming.layout import FlatBatchReader, flat_schema, flatten_batches
 from streaming.schema import JSON_SCHEMA, typed_schema, with_fields, with_schema_changes
 from streaming.storage import list_files, storage_for
@@ -219,10 +230,15 @@ class FileBatchReader(DataSourceReader):
 
     def read(self, partition: FilePartition) -> Iterator:
         builder = BatchBuilder(self.schema, self.columns)
-        asm = TransactionAssembler(self.opts.table_filter())
+        st = storage_for([partition.path], self.opts.storage)
+
+        def earlier():      # an XA COMMIT of a transaction prepared in an earlier file
+            paths = list_files(self.opts.paths, self.opts.storage)
+            return paths[:paths.index(partition.path)] if partition.path in paths else []
+        asm = TransactionAssembler(self.opts.table_filter(), missing_prepared=EarlierPrepared(
+            earlier, self.opts.table_filter(), storage=st, row_decoder=self.opts.row_decoder))
 
         def transactions():
-            st = storage_for([partition.path], self.opts.storage)
             for ev in BinlogFileReader([partition.path], storage=st,
                                        row_decoder=self.opts.row_decoder).events():
                 tx = asm.push(ev)
@@ -239,11 +255,12 @@ class FileBatchReader(DataSourceReader):
 class BinlogChunk(InputPartition):
     """Read transactions of ``file`` from ``start`` to ``end`` (a transaction boundary, or the
     file size: up to the file's end). ``skip_gtids``: a MySQL GTID set whose transactions are
-    not delivered (the batch start's set; see :func:`streaming.planning.mysql_skip_set`).
-    ``schema``: the stream's schema history as of ``start`` (None: not in use)."""
+    not delivered (the batch start's set; see :func:`streaming.planning.skip_set`).
+    ``schema``: the stream's schema history as of ``start`` (None: not in use). ``xa``: the
+    prepared XA transactions to read again first (:func:`streaming.planning.decided_in`)."""
 
     def __init__(self, index: int, file: str, start: int, end: int, to_file_end: bool,
-                 skip_gtids: str | None = None, schema: dict | None = None):
+                 skip_gtids: str | None = None, schema: dict | None = None, xa=()):
         super().__init__((file, start, end))
         self.index = index
         self.file = file
@@ -252,6 +269,7 @@ class BinlogChunk(InputPartition):
         self.to_file_end = to_file_end
         self.skip_gtids = skip_gtids
         self.schema = schema
+        self.xa = tuple(xa)
 
     def __repr__(self) -> str:
         return f"BinlogChunk({self.index}, {self.file}, {self.start}..{self.end})"
@@ -273,6 +291,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.schema_point = schema_point
         self._driver: Driver | None = None
         self._lag_report: dict | None = None
+        self._quiet_since: float | None = None   # monotonic time the offset was first held
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -285,6 +304,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def driver(self) -> Driver:
         if self._driver is None:
+            preflight(self.opts, snapshot=self.opts.snapshot)   # where the query starts
             self._driver = Driver(self.opts)
         return self._driver
 
@@ -302,7 +322,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if snapshot.KEY in first:
                 out[snapshot.KEY] = first[snapshot.KEY]
             return out
-        start = self._start_position()
+        start = d.known(self._start_position())
         d.schema.seed_at_start(start)
         return d.schema.offset(start)
 
@@ -310,7 +330,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         d = self.driver
         spec = self.opts.starting
         if spec.is_gtid:
-            return self._gtid_start(spec)
+            return d.gtid_start(spec)
         if spec.kind == "file":
             logs = d.binary_logs()
             if spec.file not in {n for n, _ in logs}:
@@ -328,19 +348,6 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return Position(end.file, end.pos, d.gtid_at(end.file, end.pos, end.gtid))
         first = resolve_start(d.query, spec, d.server, d.config)          # earliest
         return Position(first.file, first.pos, d.gtid_at_oldest(first.file))
-
-    def _gtid_start(self, spec: Start) -> Position:
-        """The boundary where a GTID start begins: the first transaction the server sends for
-        it, or the end of the binlog when there is none yet."""
-        end = self.driver.master_status()
-        state = spec.position().gtid
-        client = replica_client(self.opts, spec, self.opts.server_id)
-        try:
-            for tx in client.transactions():
-                return Position(tx.file, tx.pos, state)
-        finally:
-            client.close()
-        return Position(end.file, end.pos, state)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_events:
@@ -375,9 +382,19 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if need_scan(d.boundaries, d.scanned_to, max_rows, max_bytes, target):
             self._scan(s, max_rows, max_bytes, target)
         chosen = choose(d.boundaries, max_rows, max_bytes, target)
-        offset = chosen.position if chosen is not None else s
-        self._lag_report = lag_report(offset, d.server_end, d.binary_logs(), d.boundaries,
-                                      d.scanned_to, time.time())
+        offset = d.known(chosen.position) if chosen is not None else s
+        logs = d.binary_logs()
+        # the lag is the truth of what was read: transactions of other tables, read and held
+        # below, are not behind
+        self._lag_report = lag_report(offset, d.server_end, logs, d.boundaries, d.scanned_to,
+                                      time.time())
+        now = time.monotonic()
+        if d.available_now_end is None and holds_quiet(
+                s, chosen, d.boundaries, target, logs, held_for=now - (self._quiet_since or now),
+                max_bytes=self.opts.idle_advance_bytes, max_seconds=self.opts.idle_advance_s):
+            self._quiet_since = self._quiet_since or now
+            return start            # the same offset: no micro-batch
+        self._quiet_since = None
         if chosen is not None and chosen.signal:
             return snapshot.resnapshot_offset(d, self.opts, d.schema.offset(offset),
                                               chosen.signal)
@@ -413,7 +430,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if last is None:
                 return
         d.schema.feed(last, lambda at: replica_client(self.opts, at, self.opts.server_id))
-        skip = mysql_skip_set(last)
+        skip = skip_set(last, d.moved(s))
         rows = sum(b.rows for b in d.boundaries)
         nbytes = sum(b.bytes for b in d.boundaries)
         count_rows = max_rows is not None
@@ -430,10 +447,11 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 # what the tasks deliver: typed mode follows DDL without delivering it
                 r = tx.change_count(self.opts.include_schema_changes) \
                     if count_rows and not delivered_before(skip, tx) else 0
-                at = at.after(tx.file, tx.end_pos, tx.gtid)
+                at = at.after(tx.file, tx.end_pos, tx.gtid, tx.xa)
                 signal = snapshot.signalled_tables(self.opts, tx) \
                     if self.opts.signal_table and not delivered_before(skip, tx) else ()
-                b = Boundary(at, r, max(0, tx.end_pos - tx.pos), tx.timestamp, signal)
+                b = Boundary(at, r, max(0, tx.end_pos - tx.pos), tx.timestamp, signal,
+                             delivers_nothing(skip, tx))
                 d.boundaries.append(b)
                 found += 1
                 rows += r
@@ -491,17 +509,31 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if self.opts.fail_on_data_loss:
                 raise err
             log.warning("%s; skipping the purged files", err)
-        chunks = plan_chunks(s, e, logs, (b.position for b in d.boundaries),
+        if s.file != e.file and not self._known(s, e):
+            # a replayed batch: what its files hold at their starts (prepared XA) is found first
+            self._anchor(s)
+            self._scan(s, None, None, e.key)
+        # transactions of other tables only, first: not read
+        read_from = quiet_until(d.boundaries, s, e.key) if self._known(s, e) else s
+        chunks = plan_chunks(read_from, e, logs, (b.position for b in d.boundaries),
                              min_partitions=self.opts.min_partitions,
                              max_bytes_per_partition=self.opts.max_bytes_per_partition)
-        skip = mysql_skip_set(s)
+        skip = skip_set(s, d.moved(s))
         skip_text = str(skip) if skip is not None else None     # a partition carries text
         # each task gets the schema history as of its chunk's start (a replayed batch of a
         # restarted query: the driver follows the batch's DDL first)
         d.schema.feed(e, lambda at: replica_client(self.opts, at, self.opts.server_id))
         return [BinlogChunk(i, c.file, c.start, c.end, c.to_file_end, skip_text,
-                            d.schema.state(c.file, c.start))
+                            d.schema.state(c.file, c.start), decided_in(s, e, d.boundaries, c))
                 for i, c in enumerate(chunks)]
+
+    def _known(self, s: Position, e: Position) -> bool:
+        """Whether the driver's boundaries cover the batch *s*..*e* (not for a replayed one)."""
+        d = self.driver
+        places = [b.position for b in d.boundaries]
+        return any(p.same_place(e) for p in places) and (
+            (d.anchor is not None and d.anchor.same_place(s)) or
+            any(p.same_place(s) for p in places))
 
     def commit(self, end: dict) -> None:
         """Spark is done with everything up to *end*: forget boundaries up to there."""
@@ -535,7 +567,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         down ends a non-blocking dump as if the binlog ended there) is read on from where it
         stopped, within the retry budget, before that is an error."""
         p = self.opts.retry
-        start = Start.at(chunk.file, chunk.start)
+        start = Start.at(chunk.file, chunk.start, chunk.xa)
         t0 = time.monotonic()
         history: list = []      # the chunk's schema history, carried across the attempts
         for attempt in range(1, (p.max_attempts or 10) + 1):
@@ -550,7 +582,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         "server restarting?); reading on from there in %.1f s", chunk, at,
                         chunk.file, chunk.end, wait)
             time.sleep(wait)
-            start = Start.at(at.file, at.pos)
+            start = Start.at(at.file, at.pos, at.prepared)
         raise CdcError(f"{chunk}: the binlog ended at {at} before the planned end "
                        f"{chunk.file}:{chunk.end}")
 
@@ -564,7 +596,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if not history:
                 history.append(restore_history(client, chunk.schema))
             use_history(client, history[0])
-        skip = GtidSet.parse(chunk.skip_gtids) if chunk.skip_gtids else None
+        skip = parse_gtid_state(chunk.skip_gtids) if chunk.skip_gtids else None
         reached = False
         try:
             try:
@@ -602,4 +634,4 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if reached:
             return None
         at = client.position
-        return at if at is not None and at.file else Position(start.file, start.pos)
+        return at if at is not None and at.file else start.position()

@@ -200,11 +200,11 @@ METADATA_SERVERS = {"FULL": "mariadb", "NO_LOG": "mariadb_nolog", "mysql-FULL": 
                     "mysql-MINIMAL": "mysql97_minimal"}
 
 
-@pytest.fixture(params=list(METADATA_SERVERS))
+@pytest.fixture
 def metadata_server(request):
-    """The test once per binlog_row_metadata level and server: MariaDB 10.11 FULL (``mariadb``)
-    and NO_LOG (``mariadb_nolog``), MySQL 9.7 FULL (``mysql97``) and MINIMAL
-    (``mysql97_minimal``).  ``CDC_SERVERS`` narrows it."""
+    """The test once per binlog_row_metadata level: MariaDB 10.11 FULL (``mariadb``) and NO_LOG
+    (``mariadb_nolog``); in a test marked ``servers`` that names MySQL 9.7, also MySQL 9.7 FULL
+    (``mysql97``) and MINIMAL (``mysql97_minimal``).  ``CDC_SERVERS`` narrows it."""
     name = "mysql-9.7" if request.param.startswith("mysql") else "mariadb-10.11"
     if not selected_servers((name,)):
         pytest.skip(f"CDC_SERVERS leaves out {name}")
@@ -404,9 +404,18 @@ ROW_DECODER_MODULES = frozenset({
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     names = _servers_of(metafunc.definition)
-    if names is not None and "embedded" in metafunc.fixturenames:
+    if "metadata_server" in metafunc.fixturenames:
+        levels = ["FULL", "NO_LOG"]
+        if names is not None and "mysql-9.7" in names:
+            levels += ["mysql-FULL", "mysql-MINIMAL"]
+        metafunc.parametrize("metadata_server", levels, indirect=True)
+    elif names is not None and "embedded" in metafunc.fixturenames:
         metafunc.parametrize("embedded", selected_servers(names), indirect=True,
                              scope="session")
+    elif names is not None and "mariadb_factory" in metafunc.fixturenames:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid} is marked servers and uses "
+                                f"mariadb_factory: take the fixture server (or mariadb, db) "
+                                f"too, else its servers are all MariaDB 10.11")
     if metafunc.definition.path.stem in ROW_DECODER_MODULES:
         metafunc.parametrize("row_decoder", ["c", "python"], indirect=True)
 

@@ -6,59 +6,20 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from cdc.binlog.constants import ColumnType as T
-from cdc.binlog.events import Event, TableMapEvent
-from cdc.binlog.parser import BinlogParser
+from cdc.binlog.events import Event
+from cdc.binlog.parser import DEFAULT_CHARSET, BinlogParser
 from cdc.binlog.storage import LOCAL, Storage, expand
+from cdc.binlog.tablemap import apply_default_charset, charset_columns
+from cdc.binlog.transactions import Transaction, TransactionAssembler
 from cdc.errors import ConfigurationError
 from cdc.rows.backend import resolve_decoder
-from cdc.values.charsets import BINARY_COLLATION, charset_of
-from cdc.values.types import type_info
+from cdc.values.charsets import collation_for_charset
+
+__all__ = ["BinlogFileReader", "EarlierPrepared", "read_events", "binlog_paths", "CHUNK",
+           # re-exported: the default charset of text without charset metadata and its helpers
+           "DEFAULT_CHARSET", "collation_for_charset", "charset_columns", "apply_default_charset"]
 
 CHUNK = 1 << 20
-
-DEFAULT_CHARSET = "utf8mb4"
-"""The character set of CHAR/VARCHAR/TEXT columns whose TABLE_MAP does not say (MySQL 5.x,
-MariaDB's default ``binlog_row_metadata=NO_LOG``): a binlog file alone cannot tell; BINARY,
-VARBINARY and BLOB columns look the same and decode as text too (invalid UTF-8 bytes kept as
-surrogate escapes, nothing lost)."""
-
-
-def collation_for_charset(charset: str) -> int:
-    """A collation id of character set *charset* (``utf8mb4``, ``latin1``, ``binary``...): all
-    collations of one character set decode alike.  Unknown names: ConfigurationError."""
-    name = str(charset).strip().lower()
-    if name == "utf8":
-        name = "utf8mb3"
-    if name == "binary":
-        return BINARY_COLLATION
-    for cid in range(1, 4096):
-        if charset_of(cid) == name:
-            return cid
-    raise ConfigurationError(f"unknown character set {charset!r}: give a MySQL character set "
-                             f"name such as utf8mb4, latin1 or binary")
-
-
-def charset_columns(tmap) -> list:
-    """The columns of *tmap* a character set applies to (text kinds, ENUM, SET)."""
-    return [c for c in tmap.columns
-            if c.real_type in (T.ENUM, T.SET) or
-            (c.real_type != T.GEOMETRY and type_info(c.real_type).character)]
-
-
-def apply_default_charset(tmap, collation: int) -> bool:
-    """Give the text columns of *tmap* without a charset (no charset metadata) *collation*;
-    True when something changed (the table's decoding plans are then rebuilt).  Binary:
-    the columns stay bytes, CHAR unpadded (BINARY(n) and CHAR(n) look the same)."""
-    if collation == BINARY_COLLATION:
-        return False
-    missing = [c for c in charset_columns(tmap) if c.collation is None]
-    for c in missing:
-        c.collation = collation
-    if missing:
-        tmap.apply_names([])       # new row plans
-    return bool(missing)
-
 
 def binlog_paths(paths: Iterable[str | os.PathLike], storage: Storage | None = None) -> list:
     """Expand files, globs, directories and ``.index`` files into binlog files, in order
@@ -85,7 +46,8 @@ class BinlogFileReader:
     :param row_decoder: the row decoder of the rows events (``"c"``, ``"python"``, ``"auto"``;
         None: the process default), as :class:`~cdc.binlog.parser.BinlogParser` takes it.
     :param charset: the character set of text columns whose TABLE_MAP carries none
-        (:data:`DEFAULT_CHARSET`, utf8mb4; ``"binary"``: keep their bytes).
+        (:data:`DEFAULT_CHARSET`, utf8mb4; ``"binary"``: keep their bytes), as
+        :class:`~cdc.binlog.parser.BinlogParser` takes it.
     :param storage: where the files are (:class:`~cdc.binlog.storage.Storage`; default the
         local disk): each file is read as a stream of *chunk_size* chunks.
     """
@@ -110,8 +72,7 @@ class BinlogFileReader:
         self.chunk_size = chunk_size
         self.row_decoder = resolve_decoder(row_decoder)
         self.charset = charset
-        self._collation = collation_for_charset(charset)
-        self._charsets_done: dict[int, object] = {}   # id -> table map given the default
+        collation_for_charset(charset)          # an unknown name: ConfigurationError now
         self.parser: BinlogParser | None = None
 
     def events(self) -> Iterator[Event]:
@@ -147,7 +108,7 @@ class BinlogFileReader:
 
     def _file_events(self, path: str, start: int | None) -> Iterator[Event]:
         parser = BinlogParser(file=self.storage.name(path), verify_checksum=self.verify_checksum,
-                              row_decoder=self.row_decoder)
+                              row_decoder=self.row_decoder, charset=self.charset)
         self.parser = parser
         if start is not None and start > 4:
             # The format description first (it says how to read the rest), then jump.
@@ -162,20 +123,42 @@ class BinlogFileReader:
                             break
             parser.seek(start)
         with self.storage.open(path, start if start is not None and start > 4 else 0) as f:
-            done, collation = self._charsets_done, self._collation
             while True:
                 chunk = f.read(self.chunk_size)
                 if not chunk:
                     break
                 parser.feed(chunk)
-                for ev in parser.events():
-                    if type(ev) is TableMapEvent and done.get(id(ev.table)) is not ev.table:
-                        if len(done) > 4096:
-                            done.clear()
-                        done[id(ev.table)] = ev.table
-                        apply_default_charset(ev.table, collation)
-                    yield ev
+                yield from parser.events()
         parser.close()
+
+
+class EarlierPrepared:
+    """The prepared XA transactions of earlier binlog files, found when asked: a reader of one
+    file of several (a Spark task of a batch read) that meets the XA COMMIT of a transaction
+    prepared in an earlier file reads the earlier files back, newest first, until one holds
+    it. The assembler's ``missing_prepared``.
+
+    :param earlier: gives the earlier files, oldest first (called once, when first needed).
+    :param reader_kw: :class:`BinlogFileReader` options (``storage``, ``row_decoder``, ...).
+    """
+
+    def __init__(self, earlier: Callable[[], Iterable[str]], table_filter=None, **reader_kw):
+        self._earlier = earlier
+        self._paths: list[str] | None = None
+        self._found: dict[str, Transaction] = {}
+        self._filter = table_filter
+        self._kw = reader_kw
+
+    def __call__(self, xid: str) -> Transaction | None:
+        if self._paths is None:
+            self._paths = list(self._earlier())
+        while xid not in self._found and self._paths:
+            asm = TransactionAssembler(self._filter)
+            for ev in BinlogFileReader([self._paths.pop()], **self._kw).events():
+                asm.push(ev)
+            for k, tx in asm.prepared.items():
+                self._found.setdefault(k, tx)
+        return self._found.pop(xid, None)
 
 
 def read_events(paths, **kw) -> Iterator[Event]:

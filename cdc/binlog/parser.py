@@ -27,6 +27,13 @@ from cdc.errors import (BadMagicError, CdcError, ChecksumError, ParseError, Trun
                      UnsupportedBinlogVersionError)
 from cdc.binlog.events import (HEADER, REGISTRY, Context, Event, EventHeader, RotateEvent,
                      TransactionPayloadEvent, decode_raw, parse_fde_body)
+from cdc.values.charsets import collation_for_charset
+
+DEFAULT_CHARSET = "utf8mb4"
+"""The character set of CHAR/VARCHAR/TEXT columns whose TABLE_MAP does not say (MySQL 5.x,
+MariaDB's default ``binlog_row_metadata=NO_LOG``): a binlog alone cannot tell; BINARY,
+VARBINARY and BLOB columns look the same and decode as text too (invalid UTF-8 bytes kept as
+surrogate escapes, nothing lost).  :class:`BinlogParser`'s default, so of every file decoder."""
 
 MAX_EVENT_SIZE = 1 << 30  # max_allowed_packet's ceiling; larger sizes mean corruption
 _HDR = HEADER.unpack_from
@@ -57,15 +64,21 @@ class BinlogParser:
     :param row_decoder: the row decoder of the rows events: ``"c"`` (compiled), ``"python"``,
         ``"auto"`` (compiled when built), or None (the process default, ``$BINLOG_CDC_DECODER``;
         see :mod:`cdc.rows.backend`).
+    :param charset: the character set of text columns whose TABLE_MAP carries none
+        (:data:`DEFAULT_CHARSET`, utf8mb4; ``"binary"``: keep their bytes; None: leave them
+        without one, for a caller that completes table maps itself, as
+        :class:`~cdc.replica.client.ReplicaClient` does from information_schema).
     """
 
     def __init__(self, *, stream: bool = False, file: str | None = None, position: int = 4,
                  verify_checksum: bool = True, checksum: ChecksumAlg | None = None,
-                 expand_payloads: bool = True, row_decoder: str | None = None):
+                 expand_payloads: bool = True, row_decoder: str | None = None,
+                 charset: str | None = DEFAULT_CHARSET):
         self.stream = stream
         self.verify_checksum = verify_checksum
         self.expand_payloads = expand_payloads
-        self.ctx = Context(checksum, row_decoder)
+        self.ctx = Context(checksum, row_decoder,
+                           None if charset is None else collation_for_charset(charset))
         self.ctx.file = file
         self._buf = b""           # bytes being decoded; events are memoryview slices of it
         self._off = 0

@@ -8,7 +8,8 @@ from cdc.binlog.constants import ColumnType as T
 from cdc.binlog.wire import bits_set, bits_set_msb, read_lenenc, read_lenenc_bytes
 from cdc.errors import ParseError, TruncatedEventError
 from cdc.rows.decode import RowPlans
-from cdc.values.charsets import STORED_BYTES_COLLATION, make_text_decoder
+from cdc.rows.old_temporal import OLD_TEMPORAL
+from cdc.values.charsets import BINARY_COLLATION, STORED_BYTES_COLLATION, make_text_decoder
 from cdc.values.types import TYPES, ColumnDef, TypeInfo, type_info
 
 # Optional metadata field types (binlog_row_metadata=MINIMAL/FULL)
@@ -99,6 +100,27 @@ class TableMap:
         return f"TableMap({self.table_id}, {self.qualified_name}, {len(self.columns)} columns)"
 
 
+def charset_columns(tmap) -> list:
+    """The columns of *tmap* a character set applies to (text kinds, ENUM, SET)."""
+    return [c for c in tmap.columns
+            if c.real_type in (T.ENUM, T.SET) or
+            (c.real_type != T.GEOMETRY and type_info(c.real_type).character)]
+
+
+def apply_default_charset(tmap, collation: int) -> bool:
+    """Give the text columns of *tmap* without a charset (no charset metadata) *collation*;
+    True when something changed (the table's decoding plans are then rebuilt).  Binary:
+    the columns stay bytes, CHAR unpadded (BINARY(n) and CHAR(n) look the same)."""
+    if collation == BINARY_COLLATION:
+        return False
+    missing = [c for c in charset_columns(tmap) if c.collation is None]
+    for c in missing:
+        c.collation = collation
+    if missing:
+        tmap.apply_names([])       # new row plans
+    return bool(missing)
+
+
 def decode_table_map(body, post_header_len: int, mariadb: bool = False) -> TableMap:
     """Decode a TABLE_MAP body (after the common header, checksum removed).
 
@@ -107,7 +129,8 @@ def decode_table_map(body, post_header_len: int, mariadb: bool = False) -> Table
     over :data:`MAX_COLUMNS` a :class:`~cdc.errors.ParseError`, before any column is built.
 
     *mariadb*: the binlog comes from MariaDB, which lists GEOMETRY columns among the character
-    columns of the charset metadata (MySQL does not).
+    columns of the charset metadata (MySQL does not), and may log TIME/DATETIME/TIMESTAMP of
+    any precision in their pre-5.6 formats (MySQL only of precision 0, which is then set).
     """
     try:
         return _decode(body, post_header_len, mariadb)
@@ -160,6 +183,12 @@ def _decode(body, post_header_len: int, mariadb: bool) -> TableMap:
     nullable = bits_set(bytes(body[pos:pos + nbytes]), ncols)
     pos += nbytes
     columns = [ColumnDef(i, t, m, nl) for i, (t, m, nl) in enumerate(zip(types, metas, nullable))]
+    if not mariadb:
+        # MySQL never wrote fractional seconds in the pre-5.6 TIME/DATETIME/TIMESTAMP formats;
+        # MariaDB did (mysql56_temporal_format=OFF): there their precision stays unknown
+        for c in columns:
+            if c.type in OLD_TEMPORAL:
+                c.meta = 0
     primary_key: list[int] = []
     has_opt = pos < len(body)
     if has_opt:

@@ -2,8 +2,13 @@
 
 A transaction starts at a GTID event (MySQL GTID/ANONYMOUS_GTID/GTID_TAGGED, MariaDB GTID) or
 at ``QUERY BEGIN`` when there is no GTID event, and ends at XID, ``QUERY COMMIT`` (MyISAM and
-other non-transactional engines), ``XA PREPARE``/``XA COMMIT``, or -- for DDL and other
-statements outside BEGIN/COMMIT -- at that statement's QUERY event.
+other non-transactional engines), ``XA PREPARE``, ``XA COMMIT``/``XA ROLLBACK``, or -- for DDL
+and other statements outside BEGIN/COMMIT -- at that statement's QUERY event.
+
+XA transactions (:mod:`cdc.binlog.xa`): the changes of an ``XA PREPARE`` are held
+(:attr:`TransactionAssembler.prepared`), and come out as the changes of the transaction of its
+``XA COMMIT``, at that place in the binlog order; an ``XA ROLLBACK`` drops them. The XA PREPARE
+and XA ROLLBACK come out as transactions without changes (:attr:`Transaction.xa` says which).
 
 ``TRUNCATE [TABLE] [db.]t`` is logged as a statement (a QUERY event, a standalone DDL
 transaction in row-based binlogs) with no rows events: :func:`truncate_target` recognises it and
@@ -16,8 +21,9 @@ client's schema history, :mod:`cdc.schema`) hands the records of a statement to
 :meth:`TransactionAssembler.schema_changed` before pushing its QUERY event, and the transaction
 carries them (:attr:`Transaction.schema_changes`), in binlog order with the rows and truncates.
 
-Only committed transactions come out: a transaction cut off by the end of the input (or a
-ROLLBACK) is dropped, so resuming from :attr:`Transaction.end_pos` never repeats or skips one.
+Only committed changes come out: a transaction cut off by the end of the input (or a ROLLBACK)
+is dropped, so resuming from :attr:`Transaction.end_pos` never repeats or skips one (with the
+prepared XA transactions held there: :attr:`cdc.positions.Position.prepared`).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from cdc.values.types import ABSENT
 from cdc.binlog.events import (Event, GtidEvent, MariaGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent,
                      XidEvent)
 from cdc.binlog.tablemap import TableMap
+from cdc.binlog.xa import COMMIT, PREPARE, Prepared, XaStep, decision, xid_text
 from cdc.errors import SchemaError
 
 OPS = {"insert": "c", "update": "u", "delete": "d"}
@@ -236,11 +243,12 @@ def truncate_target(statement: str, default_db: str | None) -> tuple[str, str] |
 class Transaction:
     """A committed transaction. ``pos`` is where it starts, ``end_pos`` the position after its
     commit event (the resume point), both in ``file``. ``gtid`` is its GTID as text (None
-    without one)."""
+    without one). ``xa``: its step of an XA transaction (:class:`~cdc.binlog.xa.XaStep`; None
+    for others): a prepare or rollback has no changes, a commit has the prepared ones."""
 
     __slots__ = ("file", "pos", "end_pos", "_gtid", "xid", "timestamp", "server_id", "rows_events",
                  "queries", "_tables_by_name", "commit_event", "events_seen", "standalone",
-                 "truncates", "schema_changes")
+                 "truncates", "schema_changes", "xa")
 
     def __init__(self, file, pos, gtid, server_id, timestamp):
         self.file = file
@@ -262,6 +270,23 @@ class Transaction:
         # MariaDB's GTID says whether one statement is the whole transaction; for MySQL it is
         # inferred (a statement right after the GTID, with no BEGIN, is DDL).
         self.standalone: bool | None = None
+        self.xa: XaStep | None = None
+
+    def _hold(self, xid: str) -> "Transaction":
+        """This prepared transaction keeps its changes (held); the transaction it is in the
+        binlog order, without them, is returned."""
+        step = XaStep(PREPARE, xid, Prepared(xid, self.file, self.pos, self.end_pos))
+        boundary = Transaction(self.file, self.pos, self._gtid, self.server_id, self.timestamp)
+        boundary.end_pos, boundary.commit_event = self.end_pos, self.commit_event
+        boundary.events_seen, boundary.standalone = self.events_seen, self.standalone
+        self.xa = boundary.xa = step
+        return boundary
+
+    def _take(self, held: "Transaction") -> None:
+        """The changes of the prepared transaction *held* become this XA COMMIT's."""
+        self.rows_events, self.queries = held.rows_events, held.queries
+        self.truncates, self.schema_changes = held.truncates, held.schema_changes
+        self._tables_by_name = held._tables_by_name
 
     @property
     def gtid(self) -> str | None:
@@ -344,9 +369,10 @@ class Transaction:
         return n + len(self.schema_changes) if schema_changes else n
 
     def __repr__(self) -> str:
+        xa = f", xa={self.xa.action} {self.xa.xid}" if self.xa is not None else ""
         return (f"Transaction(file={self.file!r}, pos={self.pos}, end_pos={self.end_pos}, "
                 f"gtid={self.gtid!r}, xid={self.xid}, rows_events={len(self.rows_events)}, "
-                f"queries={len(self.queries)}, truncates={len(self.truncates)})")
+                f"queries={len(self.queries)}, truncates={len(self.truncates)}{xa})")
 
 
 _COMMIT_QUERIES = ("COMMIT", "XA COMMIT", "XA ROLLBACK")
@@ -357,10 +383,20 @@ class TransactionAssembler:
 
     :param table_filter: keep only rows events of tables for which it returns True
         (a :class:`TableFilter` or any callable on ``"db.table"``).
+    :param prepared: the dict of held prepared XA transactions to use (xid -> the
+        :class:`Transaction` with its changes; :attr:`prepared`): a reader that makes a new
+        assembler per connection keeps its held transactions across them.
+    :param missing_prepared: ``missing_prepared(xid)``: the prepared transaction of an XA
+        COMMIT or ROLLBACK that the assembler does not hold (read from elsewhere, e.g.
+        :class:`cdc.binlog.files.EarlierPrepared`), or None.
     """
 
-    def __init__(self, table_filter=None):
+    def __init__(self, table_filter=None, prepared: dict | None = None,
+                 missing_prepared=None):
         self.table_filter = table_filter
+        #: prepared XA transactions not decided yet: xid -> the transaction, changes held
+        self.prepared: dict[str, Transaction] = {} if prepared is None else prepared
+        self.missing_prepared = missing_prepared
         self._tx: Transaction | None = None
         self._pending_gtid = None  # a GTID event seen, BEGIN not yet
         self.rolled_back = 0
@@ -407,6 +443,10 @@ class TransactionAssembler:
                 tx = self._begin(ev, None)
             tx.events_seen += 1
             return None
+        if q[:3] == "XA " and (tx is None or tx.events_seen <= 1):
+            step = decision(q)      # XA COMMIT/ROLLBACK, a group of its own
+            if step is not None:
+                return self._decide(tx if tx is not None else self._begin(ev, None), ev, step)
         if tx is not None and tx.events_seen > 0 and (q in _COMMIT_QUERIES or
                                                       q.startswith(_COMMIT_QUERIES[1:])):
             return self._commit(tx, ev)
@@ -464,13 +504,33 @@ class TransactionAssembler:
         return None
 
     def _on_commit_event(self, ev) -> Transaction | None:
-        """XID and XA PREPARE end the transaction they are in."""
+        """XID and XA PREPARE end the transaction they are in; a (two-phase) XA PREPARE holds
+        its changes."""
         tx = self._tx
         if tx is None:
             return None
         tx.events_seen += 1
         if type(ev) is XidEvent:
             tx.xid = ev.xid
+        elif not ev.one_phase:
+            xid = xid_text(ev.format_id, ev.gtrid, ev.bqual)
+            self._commit(tx, ev)
+            self.prepared[xid] = tx
+            return tx._hold(xid)
+        return self._commit(tx, ev)
+
+    def _decide(self, tx: Transaction, ev: QueryEvent, step: XaStep) -> Transaction:
+        """The XA COMMIT or XA ROLLBACK (*step*) of a prepared transaction: a commit delivers
+        the held changes, a rollback drops them."""
+        tx.events_seen += 1
+        held = self.prepared.pop(step.xid, None)
+        if held is None and self.missing_prepared is not None:
+            held = self.missing_prepared(step.xid)
+        if held is None:
+            step = step._replace(missing=True)
+        elif step.action == COMMIT:
+            tx._take(held)
+        tx.xa = step
         return self._commit(tx, ev)
 
     def _on_other(self, ev) -> None:
@@ -489,7 +549,8 @@ class TransactionAssembler:
         return tx
 
     def reset(self) -> None:
-        """Forget a transaction in progress (after a reconnect restarts from a boundary)."""
+        """Forget a transaction in progress (after a reconnect restarts from a boundary); the
+        held prepared transactions stay."""
         self._tx = None
         self._schema_changes = None
 

@@ -11,6 +11,8 @@ import signal
 import threading
 from typing import Callable
 
+from cdc.binlog.transactions import TableFilter
+from cdc.binlog.xa import Prepared
 from cdc.errors import ConfigurationError
 from cdc.positions import Start
 from cdc.replica.config import (PASSWORD_ENV, SSL_MODES, ReplicaConfig, RetryPolicy,
@@ -22,11 +24,31 @@ def patterns(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
+def add_table_arguments(group, *, several: bool) -> None:
+    """``--include-tables`` (also spelled ``--tables``) and ``--exclude-tables`` of ``tail``,
+    ``check`` and ``decode``: comma-separated globs, repeatable; *several*: each option also
+    takes several words (``decode`` takes one, its files follow)."""
+    kw = {"nargs": "+", "action": "extend"} if several else {"action": "append"}
+    more = "several, comma-separated or repeated" if several else "comma-separated, repeatable"
+    group.add_argument("--include-tables", type=patterns, default=[], metavar="DB.TABLE[,...]",
+                       help=f"only these tables (globs such as 'shop.*'; {more})", **kw)
+    group.add_argument("--tables", dest="include_tables", type=patterns, default=[],
+                       help=argparse.SUPPRESS, **kw)          # the older spelling of tail's
+    group.add_argument("--exclude-tables", type=patterns, default=[], metavar="DB.TABLE[,...]",
+                       help=f"skip these tables (globs; {more})", **kw)
+
+
+def table_filter(args) -> TableFilter | None:
+    """The :class:`TableFilter` of :func:`add_table_arguments`' options, None without any."""
+    include, exclude = sum(args.include_tables, []), sum(args.exclude_tables, [])
+    return TableFilter(include, exclude) if include or exclude else None
+
+
 def add_connection_arguments(p: argparse.ArgumentParser, *, retries: bool = True) -> None:
     """The connection options shared by ``tail`` and ``lag``: server, account, TLS."""
     c = p.add_argument_group("connection")
     c.add_argument("--host", required=True, help="the source server")
-    c.add_argument("--port", type=int, default=3306)
+    c.add_argument("--port", type=int, default=3306, help="the server's port (default 3306)")
     c.add_argument("--user", default=os.environ.get("BINLOG_CDC_USER", "root"),
                    help="replication account (needs REPLICATION SLAVE and REPLICATION CLIENT / "
                         "BINLOG MONITOR); default $BINLOG_CDC_USER or root")
@@ -51,7 +73,8 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, retries: bool = True
                    help="verify the server certificate (default: when --ssl-ca is given)")
     c.add_argument("--ssl-verify-identity", action="store_true",
                    help="also check the server's host name against its certificate")
-    c.add_argument("--connect-timeout", type=float, default=10.0)
+    c.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
+                   help="give up a connection attempt after S seconds (default 10)")
     if retries:
         c.add_argument("--max-retries", type=int, default=None,
                        help="give up after this many reconnect attempts in a row (default: no "
@@ -72,10 +95,21 @@ def add_start_arguments(p: argparse.ArgumentParser, title: str) -> None:
     s.add_argument("--from", dest="start_at", choices=("latest", "earliest"), default=None,
                    help="latest (default): changes from now on; earliest: from the oldest "
                         "binlog the server has")
+    s.add_argument("--xa", metavar="FILE:POS[,...]", type=patterns, default=None,
+                   help="the XA transactions prepared before the start and not yet committed "
+                        "or rolled back there (tail prints them in its resume options): their "
+                        "changes are delivered at their XA COMMIT")
 
 
 def start_from_args(args) -> Start:
-    """The :class:`Start` of --gtid, --file/--pos or --from (one of them at most)."""
+    """The :class:`Start` of --gtid, --file/--pos or --from (one of them at most), holding
+    the prepared XA transactions of --xa."""
+    start = _start(args)
+    xa = getattr(args, "xa", None)
+    return start.holding(Prepared.parse(p) for p in xa) if xa else start
+
+
+def _start(args) -> Start:
     chosen = [n for n, v in (("--gtid", args.gtid), ("--file", args.file),
                              ("--from", args.start_at)) if v is not None]
     if len(chosen) > 1:

@@ -11,6 +11,14 @@ from __future__ import annotations
 from cdc.values.render import row_json, to_json_text
 
 
+def image_json(change, values) -> str:
+    """One image (*values*: ``change.before`` or ``change.after``) of a change as a JSON object
+    text, rendered with the table's column types (:func:`cdc.values.render.row_json`)."""
+    if values is None:
+        return "null"
+    return row_json(change.columns, values, change.table_map.columns)
+
+
 def change_json(change) -> str:
     """One change (:class:`~cdc.binlog.transactions.RowChange`, a truncate too) as a JSON line
     (the CLI's jsonl format)."""
@@ -18,8 +26,8 @@ def change_json(change) -> str:
     key = change.key()
     return ("{" f'"op": "{change.op}", "db": {to_json_text(change.schema)}, '
             f'"table": {to_json_text(change.table)}, '
-            f'"before": {row_json(change.columns, change.before)}, '
-            f'"after": {row_json(change.columns, change.after)}, '
+            f'"before": {image_json(change, change.before)}, '
+            f'"after": {image_json(change, change.after)}, '
             f'"key": {to_json_text(key)}, "file": {to_json_text(tx.file)}, "pos": {to_json_text(tx.pos)}, '
             f'"end_pos": {to_json_text(tx.end_pos)}, "gtid": {to_json_text(tx.gtid)}, '
             f'"xid": {to_json_text(tx.xid)}, "row": {change.index}, "ts": {tx.timestamp}, '

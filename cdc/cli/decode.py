@@ -10,10 +10,11 @@ from cdc.binlog.events import (Event, FormatDescriptionEvent, GtidEvent, MariaGt
                      RotateEvent, RowsEvent, RowsQueryEvent, TableMapEvent, XidEvent)
 from cdc.binlog.files import DEFAULT_CHARSET, BinlogFileReader
 from cdc.cache import BoundedCache
-from cdc.cli.args import patterns
+from cdc.cli.args import add_table_arguments, table_filter
 from cdc.cli.changes import change_json
 from cdc.values.render import mysqlbinlog_rows
-from cdc.binlog.transactions import TableFilter, TransactionAssembler
+from cdc.binlog.transactions import TransactionAssembler
+from cdc.binlog.xa import COMMIT
 
 
 def _ts(t: int) -> str:
@@ -53,18 +54,20 @@ def _stored_text_table(tmap):
     return hit[1]
 
 
-def _print_text(ev: Event, out, table_filter) -> None:
+def _print_text(ev: Event, out, tables, mysql: bool) -> None:
+    """One event as text; *mysql*: the binlog is MySQL's (values escaped as its mysqlbinlog
+    does, else as mariadb-binlog does)."""
     out.write(f"# at {ev.pos}\n#{_ts(ev.timestamp)} server id {ev.server_id}  end_log_pos "
               f"{ev.end_pos} \t{_describe(ev)}\n")
     if isinstance(ev, RowsEvent) and ev.table is not None:
-        if table_filter and not table_filter(ev.table.qualified_name):
+        if tables and not tables(ev.table.qualified_name):
             return
         out.flush()
         buf = out.buffer if hasattr(out, "buffer") else None
         # text columns as the bytes the binlog stores, like mysqlbinlog -v (not re-encoded: in
         # some character sets two byte sequences decode to one character)
         table = _stored_text_table(ev.table)
-        lines = mysqlbinlog_rows(ev.kind, table, ev.decode_rows(table))
+        lines = mysqlbinlog_rows(ev.kind, table, ev.decode_rows(table), mysql)
         if buf is not None:
             buf.write(b"\n".join(lines) + b"\n")
             buf.flush()
@@ -73,7 +76,7 @@ def _print_text(ev: Event, out, table_filter) -> None:
 
 
 def cmd_decode(args) -> int:
-    table_filter = TableFilter(sum(args.include_tables, []), sum(args.exclude_tables, []))
+    tables = table_filter(args)
     def show_progress(done, total):
         sys.stderr.write(f"\rdecoded {done / 1e6:.1f} / {total / 1e6:.1f} MB")
         sys.stderr.flush()
@@ -85,14 +88,19 @@ def cmd_decode(args) -> int:
     out = sys.stdout
     if args.format == "text":
         for ev in reader.events():
-            _print_text(ev, out, table_filter)
+            _print_text(ev, out, tables, not reader.parser.ctx.is_mariadb)
     else:
-        asm = TransactionAssembler(table_filter or None)
+        asm = TransactionAssembler(tables)
         for ev in reader.events():
             tx = asm.push(ev)
             if tx is not None:
                 for change in tx.changes():
                     out.write(change_json(change) + "\n")
+                if tx.xa is not None and tx.xa.missing and tx.xa.action == COMMIT:
+                    sys.stderr.write(f"binlog-cdc decode: the XA COMMIT of {tx.xa.xid} at "
+                                     f"{tx.file}:{tx.pos} commits a transaction prepared before "
+                                     f"the files read: its changes are not printed (decode from "
+                                     f"an earlier file)\n")
     if args.progress:
         sys.stderr.write("\n")
     return 0
@@ -105,10 +113,7 @@ def add_decode_arguments(d: argparse.ArgumentParser) -> None:
                    help="text: events like mysqlbinlog -v; jsonl: one JSON object per row change")
     d.add_argument("--start-position", type=int, help="offset in the first file to start at")
     d.add_argument("--stop-position", type=int, help="offset in the last file to stop at")
-    d.add_argument("--include-tables", action="append", default=[], type=patterns,
-                   metavar="DB.TABLE[,...]", help="only these tables (globs, e.g. shop.*); repeatable")
-    d.add_argument("--exclude-tables", action="append", default=[], type=patterns,
-                   metavar="DB.TABLE[,...]", help="skip these tables (globs); repeatable")
+    add_table_arguments(d, several=False)
     d.add_argument("--no-verify-checksum", action="store_true",
                    help="do not verify CRC32s (salvage a damaged file)")
     d.add_argument("--progress", action="store_true", help="show progress on stderr")

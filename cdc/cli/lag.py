@@ -257,6 +257,12 @@ def add_lag_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(p, retries=False)
     add_start_arguments(p, "where to start (default: the server's current end)")
 
+    k = p.add_argument_group("a Spark query's lag")
+    k.add_argument("--checkpoint", metavar="DIR",
+                   help="instead of following the server: how far the streaming query with "
+                        "this checkpoint directory is behind it (its committed offset: bytes, "
+                        "transactions, seconds), reported once; local directories only (a path "
+                        "or file:), not object stores or HDFS; no Spark needed")
     o = p.add_argument_group("sampling and output")
     o.add_argument("--interval", type=float, default=1.0, metavar="S",
                    help="print a sample every S seconds (default 1)")
@@ -325,7 +331,10 @@ def _sample_loop(args, monitor, stop: threading.Event, samples: list, out) -> No
 
 def run_lag(args) -> int:
     """Sample until Ctrl-C/SIGTERM or --duration (exit 0); errors are raised (the CLI prints
-    them and exits 2)."""
+    them and exits 2). With --checkpoint: one report of that query's lag."""
+    if args.checkpoint is not None:
+        from cdc.cli.lag_checkpoint import run_checkpoint_lag
+        return run_checkpoint_lag(args)
     if args.plot:
         _pyplot()   # fail now, not after the whole run
     client = build_lag_client(args)

@@ -5,7 +5,7 @@
     BINLOG_CDC_PASSWORD=secret binlog-cdc tail --host db1 --user cdc --format jsonl
     binlog-cdc tail --host db1 --user cdc --password-file ~/.cdcpw --file mysql-bin.000042 --pos 4
     binlog-cdc tail --host db1 --user cdc --gtid '3e11fa47-71ca-11e1-9e33-c80aa9429562:1-42'
-    binlog-cdc tail --host db1 --user cdc --gtid 0-1-42 --tables 'shop.*' --heartbeat 5
+    binlog-cdc tail --host db1 --user cdc --gtid 0-1-42 --include-tables 'shop.*' --heartbeat 5
 
 Ctrl-C (or SIGTERM) stops cleanly with exit code 0 and prints, on stderr, the options that
 resume right after the last transaction printed in full.
@@ -22,10 +22,10 @@ import datetime as _dt
 import shlex
 import sys
 
-from cdc.binlog.transactions import TableFilter
-from cdc.cli.args import (add_connection_arguments, add_start_arguments, config_from_args,
-                          on_sigterm, patterns, start_from_args)
-from cdc.cli.changes import change_json
+from cdc.check import WARN, require, run_checks
+from cdc.cli.args import (add_connection_arguments, add_start_arguments, add_table_arguments,
+                          config_from_args, on_sigterm, start_from_args, table_filter)
+from cdc.cli.changes import change_json, image_json
 from cdc.cli.schema_file import load_schema_file, save_schema_file
 from cdc.errors import ServerConnectionError, TransientServerError
 from cdc.positions import Position
@@ -33,7 +33,6 @@ from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ON_UNPARSED_DDL, RetryPolicy
 from cdc.replica.sql import ask_on, binlog_status, connect
 from cdc.schema.changes import type_text
-from cdc.values.render import row_json
 
 
 def add_tail_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,10 +45,7 @@ def add_tail_arguments(p: argparse.ArgumentParser) -> None:
                    help="text: one readable line per row change; jsonl: one JSON object per row "
                         "change (op, db, table, before, after, key, file, pos, end_pos, gtid, "
                         "xid, row, ts, server_id)")
-    o.add_argument("--tables", nargs="+", type=patterns, default=[], metavar="DB.TABLE",
-                   help="only these tables (globs such as 'shop.*'; several, or comma-separated)")
-    o.add_argument("--exclude-tables", nargs="+", type=patterns, default=[], metavar="DB.TABLE",
-                   help="skip these tables (globs)")
+    add_table_arguments(o, several=True)
     o.add_argument("--heartbeat", type=float, default=30.0, metavar="S",
                    help="ask for a heartbeat after S idle seconds (detects a dead connection; "
                         "0 turns heartbeats off)")
@@ -70,12 +66,10 @@ def add_tail_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def build_client(args) -> ReplicaClient:
-    include = sum(args.tables, [])
-    exclude = sum(args.exclude_tables, [])
     config = config_from_args(
         args, heartbeat_interval=args.heartbeat or None,
         retry=RetryPolicy(max_attempts=args.max_retries, max_time=args.max_retry_time),
-        table_filter=TableFilter(include, exclude) if include or exclude else None,
+        table_filter=table_filter(args),
         on_unparsed_ddl=args.on_unparsed_ddl, include_schema_changes=args.schema_changes)
     return ReplicaClient(config, start=start_from_args(args), blocking=not args.non_blocking)
 
@@ -92,9 +86,9 @@ def change_text(change) -> str:
         return schema_change_text(change, where)
     images = []
     if change.before is not None:
-        images.append("before=" + row_json(change.columns, change.before))
+        images.append("before=" + image_json(change, change.before))
     if change.after is not None:
-        images.append("after=" + row_json(change.columns, change.after))
+        images.append("after=" + image_json(change, change.after))
     op = {"c": "INSERT", "u": "UPDATE", "d": "DELETE", "t": "TRUNCATE"}[change.op]
     line = f"{_ts(tx.timestamp)} {op} {change.schema}.{change.table} [{where}]"
     return line + " " + " ".join(images) if images else line
@@ -179,6 +173,11 @@ def run_tail(args) -> int:
     down ends the dump with the same EOF as the end of the binlog, so a dump that ends short
     of it is read on from where it stopped (up to ``--max-retries`` times, 10 by default)."""
     client = build_client(args)
+    f = client.config.table_filter
+    for finding in require(run_checks(client.config, include=f.include if f else (),
+                                      exclude=f.exclude if f else ())):
+        if finding.status == WARN and finding.check == "tables":
+            sys.stderr.write(f"binlog-cdc tail: warning: {finding.message}\n")
     schema_file = getattr(args, "schema_file", None)
     if schema_file:
         load_schema_file(schema_file, client, start_from_args(args))

@@ -28,6 +28,12 @@ with that transaction added). A transaction is yielded only once its commit even
 and a lost connection is resumed from :attr:`position` -- so nothing already yielded comes again
 and nothing is skipped, however often the connection drops, the server restarts or binlogs
 rotate.
+
+XA transactions (:mod:`cdc.binlog.xa`): a prepared one is held, its changes yielded with the
+transaction of its XA COMMIT. :attr:`position` past an undecided XA PREPARE names it
+(:attr:`~cdc.positions.Position.prepared`); a client resuming there reads it again before
+streaming (:mod:`cdc.replica.prepared`), so a restart between the XA PREPARE and the XA COMMIT
+neither loses nor repeats its changes.
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ import logging
 import socket
 import threading
 import time
-from typing import Iterator
+from types import MappingProxyType
+from typing import Iterator, Mapping
 
 from cdc.binlog.constants import ChecksumAlg
 from cdc.binlog.events import HeartbeatEvent, QueryEvent, RotateEvent, TableMapEvent
@@ -44,17 +51,17 @@ from cdc.binlog.gtid import GtidSet
 from cdc.binlog.parser import BinlogParser
 from cdc.binlog.transactions import Transaction, TransactionAssembler
 from cdc.errors import (CdcError, ConfigurationError, ConnectionLost, ParseError, ProtocolError,
-                        ServerConnectionError, is_transient, map_server_error,
-                        not_an_event_start)
+                        ServerConnectionError, ServerUnreachableError, connect_reason,
+                        is_transient, map_server_error, not_an_event_start)
 from cdc.positions import Position, Start
 from cdc.replica import preflight
 from cdc.replica.config import ReplicaConfig
 from cdc.replica.packets import PacketReader, frame, is_eof, parse_err, take_over
 from cdc.replica.protocol import (BINLOG_DUMP_NON_BLOCK, binlog_dump, binlog_dump_gtid,
                                   heartbeat_period_ns, register_slave)
-from cdc.replica.server import (ServerInfo, check_table_select, grant_statement, quote_account,
-                                server_of)
+from cdc.replica.server import ServerInfo, grant_statement, quote_account, server_of
 from cdc.replica.metadata import TableMetadata
+from cdc.replica.prepared import read_prepared
 from cdc.replica.seeding import HistorySource
 from cdc.replica.sql import SqlSession, connect, mysql_error, resolve_start
 
@@ -65,15 +72,6 @@ log = logging.getLogger("cdc.replica")
 
 class _Closed(Exception):
     """close() was called: stop quietly."""
-
-
-def _reason(e: BaseException) -> str:
-    """A connect error without the "connection lost" framing (it never connected)."""
-    code = getattr(e, "code", None)
-    cause = e.__cause__
-    if code is not None and cause is not None and len(getattr(cause, "args", ())) > 1:
-        return f"{cause.args[1]} [error {code}]"
-    return str(e)
 
 
 class ReplicaClient:
@@ -111,7 +109,6 @@ class ReplicaClient:
         self._read_to: tuple[str | None, int] | None = None
         self._last_commit_ts: int | None = None
         self._caught_up = False
-        self._unverified: Start | None = None   # a start not known to be an event's (a --pos)
 
         # connection state
         self._lock = threading.RLock()
@@ -119,6 +116,7 @@ class ReplicaClient:
         self._reader: PacketReader | None = None
         self._parser: BinlogParser | None = None
         self._asm: TransactionAssembler | None = None
+        self._prepared: dict[str, Transaction] = {}     # held XA transactions, across dumps
         self._pending: list[bytes] = []
         self._connected_once = False
         self._closed = False
@@ -131,10 +129,8 @@ class ReplicaClient:
         # information_schema itself, on a connection of its own (cdc.replica.metadata, .seeding).
         self._metadata_sql = SqlSession(lambda: connect(self.config, grant=self._grant_hint()))
         self._schema_source = source = HistorySource(config, self._metadata_query)
-        self.metadata = TableMetadata(
-            self._metadata_query, history=source.new_history(), seed=source.seed,
-            check_hidden=lambda db, table: check_table_select(
-                self._metadata_query, db, table, user=config.user, where=config.where))
+        self.metadata = TableMetadata(self._metadata_query, history=source.new_history(),
+                                      seed=source.seed, check_hidden=source.check_hidden)
         source.metadata = self.metadata
         self.last_connect_failure: str | None = None   # why the last attempt failed
 
@@ -145,6 +141,12 @@ class ReplicaClient:
         """Right after the last transaction yielded (None until an earliest/latest start has
         been resolved by the first connect)."""
         return self._position
+
+    @property
+    def prepared(self) -> Mapping[str, Transaction]:
+        """The prepared XA transactions held (xid -> the transaction with its changes): those
+        :attr:`position` names, once read."""
+        return MappingProxyType(self._prepared)
 
     @property
     def previous_position(self) -> Position | None:
@@ -238,8 +240,8 @@ class ReplicaClient:
     def reseed_schema(self) -> None:
         """Read the captured tables' shapes from information_schema again, to be used from
         :attr:`position` on (after a :class:`~cdc.errors.SchemaError` saying the schema history
-        lost track of a table; then iterate again). Right when the tables have not changed
-        since :attr:`position` -- e.g. the stream is at the binlog's end."""
+        lost track of a table; then iterate again). A table changed since :attr:`position` is
+        described from the end of its last change on (unknown before it)."""
         history = self.metadata.history
         if history is None:
             raise ConfigurationError("reseed_schema() needs schema_history=True")
@@ -326,10 +328,8 @@ class ReplicaClient:
                     last = events[-1]
                     if last.end_pos and type(last) is not HeartbeatEvent:
                         self._read_to = (last.file, last.end_pos)
-                        if self._unverified is not None and last.pos >= self._unverified.pos:
-                            self._unverified = None     # an event began at the start
                 elif head == 0xFF:
-                    raise self._dump_error(payload)
+                    raise self._dump_error(payload, self._resume_start())
                 elif is_eof(payload):
                     if self.blocking:
                         # A blocking dump never ends by itself: MariaDB sends EOF when it shuts
@@ -376,7 +376,10 @@ class ReplicaClient:
         else:
             file = tx.file
         self._previous_position = previous
-        self._position = pos.after(file, end, tx.gtid)
+        self._position = pos.after(file, end, tx.gtid, tx.xa)
+        if tx.xa is not None and tx.xa.missing and tx.xa.action == "commit":
+            log.warning("XA COMMIT of %s at %s:%s: its XA PREPARE came before this stream's "
+                        "start, so its changes are not delivered", tx.xa.xid, tx.file, tx.pos)
         self._last_commit_ts = tx.timestamp
         self._caught_up = False
         self.transactions_delivered += 1
@@ -394,16 +397,18 @@ class ReplicaClient:
             self._position = pos.moved_to(ev.next_file, ev.next_position)
 
     def _unparsed(self, e: ParseError) -> CdcError:
-        """A dump's bytes that do not parse: at a start the user gave, that start is not where
-        an event begins (the server sent what it found there)."""
-        if self._unverified is None:
+        """Bytes of the dump that do not parse before any event of it did, from a file position
+        the user gave: that position is not where an event begins."""
+        start = self.start
+        if self._read_to is not None or start.kind != "file" or start.pos <= 4 or \
+                self._position != start.position():
             return e
-        return not_an_event_start(self._unverified.describe(), f" ({self.where})",
+        return not_an_event_start(start.describe(), f" ({self.where})",
                                   f"what the server sent from there is not an event: {e}")
 
-    def _dump_error(self, payload: bytes) -> CdcError:
+    def _dump_error(self, payload: bytes, start: Start | None = None) -> CdcError:
+        """The error of an ERR packet; *start*: what was asked for (the dump's)."""
         err = parse_err(payload)
-        start = self._resume_start()
         return map_server_error(err.code, err.message, user=self.config.user, where=self.where,
                                 start=start.describe() if start else None,
                                 grant=self._grant_hint(), password_hint=self.config.password_hint)
@@ -428,13 +433,13 @@ class ReplicaClient:
 
         def before_sleep(state) -> None:
             exc = state.outcome.exception()
-            self.last_connect_failure = _reason(exc)
+            self.last_connect_failure = connect_reason(exc)
             log.warning("connecting to %s failed (attempt %d: %s); retrying in %.1f s",
                         self.where, state.attempt_number, self.last_connect_failure,
                         state.next_action.sleep if state.next_action else 0)
 
         retrying = p.retrying(max_time=max_time, sleep=self._sleep,
-                              before_sleep=before_sleep)
+                              before_sleep=before_sleep, first=first)
         try:
             for attempt in retrying:
                 with attempt:
@@ -444,12 +449,19 @@ class ReplicaClient:
                     self._open()
         except _Closed:
             raise
+        except ServerUnreachableError as e:
+            if first and not p.retry_unreachable_first:    # a wrong host or port
+                self.last_connect_failure = str(e)
+                raise ServerConnectionError(str(e)) from e
+            raise ServerConnectionError(
+                f"could not (re)connect to {self.where} after {attempts[0]} attempt(s) in "
+                f"{time.monotonic() - started:.1f} s; last error: {e}") from e
         except Exception as e:
             if is_transient(e) and first:
                 raise ServerConnectionError(
-                    f"cannot connect to {self.where}: {_reason(e)} ({attempts[0]} attempt(s) in "
-                    f"{time.monotonic() - started:.1f} s; check the host and port, and that the "
-                    f"server is up)") from e
+                    f"cannot connect to {self.where}: {connect_reason(e)} ({attempts[0]} "
+                    f"attempt(s) in {time.monotonic() - started:.1f} s; check the host and port, "
+                    f"and that the server is up)") from e
             if is_transient(e):
                 raise ServerConnectionError(
                     f"could not (re)connect to {self.where} after {attempts[0]} attempt(s) in "
@@ -505,11 +517,7 @@ class ReplicaClient:
         cfg = self.config
         info = server_of(conn)
         self.server = info
-        own = self.start.for_server(info.is_mariadb)
-        if own is not self.start:       # an empty GTID start, in the server's kind
-            if self._position == self.start.position():
-                self._position = own.position()
-            self.start = own
+        self.start, self._position = preflight.in_server_kind(self.start, self._position, info)
 
         def query(sql, args=None):
             return self._query(conn, sql, args)
@@ -527,12 +535,19 @@ class ReplicaClient:
 
         start = self._resume_start() if self._connected_once or self._position is not None \
             else None
+        self._schema_source.server = info     # for the schema history's information_schema reads
         if start is None:
-            start = resolve_start(query, self.start, info, cfg)
+            # at the binlog's end: the schema history is read first, and the stream starts
+            # where that read holds (every later DDL statement is then applied to it)
+            at = self._schema_source.seed(self.metadata.history) if \
+                self.start.kind == "latest" and self._seed_at_start(variables) else None
+            start = Start.at(*at) if at else resolve_start(query, self.start, info, cfg)
             if self._position is None:
                 self._position = start.position()
         preflight.check_start(query, info, variables, start, where=self.where)
-        self._schema_source.server = info     # for the schema history's information_schema reads
+        pos = self._position
+        if pos is not None and pos.prepared:
+            self._position = pos.holding(read_prepared(pos.prepared, self._prepared, self))
 
         checksum = str(variables.get("binlog_checksum", "NONE") or "NONE").upper()
         self.checksum = ChecksumAlg.CRC32 if checksum == "CRC32" else ChecksumAlg.OFF
@@ -562,24 +577,31 @@ class ReplicaClient:
             cmd = binlog_dump(start.file, start.pos, cfg.server_id, flags=flags)
         first = self._command(cmd, expect_ok=False, deadline_s=deadline_s)
         if first[:1] == b"\xff":
-            raise self._dump_error(first)
+            raise self._dump_error(first, self._resume_start())
         self._pending = [first]
         self._read_to = None
-        # a file position never reached by a transaction: until an event begins there
-        self._unverified = start if start.kind == "file" and start.pos > 4 and \
-            start == self.start and not self.transactions_delivered else None
         self._last_packet_mono = time.monotonic()
         self.source_alive_at = time.time()
         self._parser = BinlogParser(**self._parser_options(start))
-        self._asm = TransactionAssembler(cfg.table_filter)
+        self._asm = TransactionAssembler(cfg.table_filter, prepared=self._prepared)
         self._connected_once = True
         self.dump_thread_starts += 1
         log.info("streaming from %s (%s %s) at %s", self.where, info.flavor,
                  ".".join(map(str, info.version)), start.describe())
 
+    def _seed_at_start(self, variables: dict) -> bool:
+        """Whether the schema history is read when the stream starts: it is not seeded yet, and
+        table maps lack column metadata or the schema changes are wanted (without them, a
+        FULL-metadata stream reads it only when a DDL statement needs it)."""
+        h = self.metadata.history
+        if h is None or h.seeded:
+            return False
+        full = str(variables.get("binlog_row_metadata") or "").upper() == "FULL"
+        return not full or self.config.include_schema_changes
+
     def _parser_options(self, start: Start) -> dict:
         opts = dict(stream=True, file=start.file if start.kind == "file" else None,
-                    checksum=self.checksum)
+                    checksum=self.checksum, charset=None)   # charsets: TableMetadata's job
         if self.config.row_decoder is not None:
             opts["row_decoder"] = self.config.row_decoder
         return opts
@@ -603,10 +625,7 @@ class ReplicaClient:
                 if time.monotonic() > deadline:
                     raise ConnectionLost(f"{self.where} did not answer within {deadline_s:.0f} s")
         if expect_ok and reply[:1] == b"\xff":
-            err = parse_err(reply)
-            raise map_server_error(err.code, err.message, user=self.config.user,
-                                   where=self.where, grant=self._grant_hint(),
-                                   password_hint=self.config.password_hint)
+            raise self._dump_error(reply)
         return reply
 
     # --- teardown ----------------------------------------------------------------------------------

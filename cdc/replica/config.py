@@ -94,7 +94,10 @@ class RetryPolicy:
 
     The first connection of a client (before any stream has started) is tried for at most
     ``first_connect_time`` seconds (None: the config's ``connect_timeout``): a wrong host or
-    port is an error, not an endless retry."""
+    port is an error, not an endless retry. A first connection that is refused or whose host
+    name does not resolve (:class:`~cdc.errors.ServerUnreachableError`) fails at once, unless
+    ``retry_unreachable_first`` (for connections of a Spark task: its query has reached the
+    server before, which may be restarting now)."""
 
     max_attempts: int | None = 20
     max_time: float | None = 300.0
@@ -102,16 +105,23 @@ class RetryPolicy:
     max_backoff: float = 10.0
     jitter: float = 0.5
     first_connect_time: float | None = None
+    retry_unreachable_first: bool = False
 
-    def retrying(self, *, max_time: float | None = None, sleep=None, before_sleep=None):
+    def retrying(self, *, max_time: float | None = None, sleep=None, before_sleep=None,
+                 first: bool = False):
         """A ``tenacity.Retrying`` of this policy that retries transient errors
         (:func:`cdc.errors.is_transient`) and re-raises the last one; *max_time* overrides the
         policy's (e.g. a first connection's shorter budget), *sleep*/*before_sleep* are
-        tenacity's hooks."""
+        tenacity's hooks; *first*: a first connection (an unreachable server is not retried
+        unless ``retry_unreachable_first``)."""
         from tenacity import (Retrying, retry_if_exception, stop_after_attempt,
                               stop_after_delay, stop_never, wait_exponential_jitter)
 
-        from cdc.errors import is_transient
+        from cdc.errors import ServerUnreachableError, is_transient
+        fail_fast = first and not self.retry_unreachable_first
+
+        def retry(e: BaseException) -> bool:
+            return is_transient(e) and not (fail_fast and isinstance(e, ServerUnreachableError))
         limit = self.max_time if max_time is None else max_time
         stop = stop_never
         if self.max_attempts is not None:
@@ -122,7 +132,7 @@ class RetryPolicy:
         kw = {"sleep": sleep} if sleep is not None else {}
         return Retrying(stop=stop, wait=wait_exponential_jitter(
             multiplier=self.initial_backoff, max=self.max_backoff, jitter=self.jitter),
-            retry=retry_if_exception(is_transient), before_sleep=before_sleep, reraise=True, **kw)
+            retry=retry_if_exception(retry), before_sleep=before_sleep, reraise=True, **kw)
 
 
 #: MySQL's ``ssl-mode`` values, weakest first (see :meth:`SslOptions.from_mode`).

@@ -334,7 +334,8 @@ class TableMetadata:
         self.check_hidden = check_hidden
         self.default_collation = collation_for_charset(default_charset)
         self.history = history
-        self.seed = seed        # seed(history): on the first need (a DDL, a table map lacking)
+        # seed(history, at=(file, pos)): on the first need (a DDL, a table map lacking)
+        self.seed = seed
         self._done: dict[int, tuple] = {}     # id(tmap) -> (tmap, generation, full metadata)
         self._tables: dict[tuple, tuple[tuple, list]] = {}      # (db, table) -> (shape, columns)
         self._warned: set = set()
@@ -347,7 +348,7 @@ class TableMetadata:
         if h is None or ddl_head(ev.query) is None:
             return []
         if not h.seeded and self.seed is not None:
-            self.seed(h)
+            self.seed(h, at=(ev.file, ev.pos))
         return h.apply_event(ev)
 
     def complete(self, tmap, *, file: str | None = None, position: int | None = None) -> None:
@@ -404,7 +405,7 @@ class TableMetadata:
         if not h.seeded and self.seed is not None:
             if not needs or not h.captured(tmap.schema, tmap.table):
                 return      # nothing to complete (a FULL table map is cross-checked once seeded)
-            self.seed(h)
+            self.seed(h, at=(file, position))
         state, known = h.lookup(tmap.schema, tmap.table, file, position)
         if not known:
             if h.captured(tmap.schema, tmap.table) and needs:
@@ -463,7 +464,7 @@ class TableMetadata:
 #: how to get past a history that has lost track of a table (in SchemaError messages)
 RESEED_HINT = (
     "To re-seed the history: resume the stream from a position after the table's last change "
-    "(a stream reads the history from information_schema when it starts), or call "
+    "(a new stream reads the history from information_schema), or call "
     "ReplicaClient.reseed_schema() and iterate again when the stream is at the binlog's end; "
     "set binlog_row_metadata=FULL on the server (the binlog then carries all of it); or "
     "ReplicaConfig(schema_history=False) to take today's information_schema (checked by column "

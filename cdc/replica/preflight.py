@@ -2,18 +2,21 @@
 one clear error that says what to do, and the session variables a dump needs.
 
 Every check takes ``query(sql, args=None) -> rows`` (server errors already mapped to
-binlog-cdc errors), so it can be tested against canned answers.
+binlog-cdc errors), so it can be tested against canned answers. The checks of the server's
+configuration give :class:`Finding` s (PASS, WARN or FAIL, with the fix): the replica client
+raises the FAILs (:func:`raise_failures`), ``binlog-cdc check`` (:mod:`cdc.check`) shows them all.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from typing import Callable, Iterable, NamedTuple
 
 from cdc.binlog.gtid import GtidSet, MariaGtidPosition
-from cdc.errors import (BinlogPurgedError, ConfigurationError, PrivilegeError, ServerConfigError,
-                        ServerIdConflictError)
-from cdc.positions import Start, purged_error
+from cdc.errors import (BinlogPurgedError, ConfigurationError, PrivilegeError,
+                        ServerConfigError, ServerIdConflictError)
+from cdc.positions import Position, Start, purged_error
+from cdc.replica.failover import check_contained
 from cdc.replica.protocol import MARIA_SLAVE_CAPABILITY_GTID
 from cdc.replica.server import (ServerInfo, grant_statement, lacking_words, missing_privileges,
                                 privilege_error)
@@ -25,7 +28,28 @@ Query = Callable[..., list]
 
 #: The server variables the checks read (one SHOW GLOBAL VARIABLES).
 VARIABLES = ("log_bin", "binlog_format", "binlog_row_image", "binlog_checksum", "server_id",
-             "gtid_mode", "gtid_purged")
+             "gtid_mode", "gtid_purged", "binlog_row_metadata", "binlog_expire_logs_seconds",
+             "expire_logs_days", "binlog_expire_logs_auto_purge")
+
+PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
+
+
+class Finding(NamedTuple):
+    """One check's verdict: *status* PASS, WARN or FAIL, the *check*'s name, the *message*
+    (what was found; with WARN and FAIL what to do), and the error a FAIL raises."""
+
+    status: str
+    check: str
+    message: str
+    error: type = ServerConfigError
+
+
+def raise_failures(findings: Iterable[Finding]) -> None:
+    """Raise the error of the first FAIL, its message followed by the other FAILs', if any."""
+    fails = [f for f in findings if f.status == FAIL]
+    if fails:
+        more = "".join(f"; also: {f.message}" for f in fails[1:])
+        raise fails[0].error(fails[0].message + more)
 
 
 def server_variables(query: Query) -> dict[str, object]:
@@ -35,44 +59,145 @@ def server_variables(query: Query) -> dict[str, object]:
         f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")}
 
 
+def binlog_findings(v: dict, where: str, *, upsert: bool = False) -> list[Finding]:
+    """log_bin on, binlog_format ROW (else FAIL), binlog_row_image FULL (else WARN; FAIL for a
+    sink that upserts: it needs whole after images), binlog_row_metadata FULL (else WARN)."""
+    out = []
+    log_bin = str(v.get("log_bin", "OFF")).upper()
+    if log_bin not in ("ON", "1"):
+        return [Finding(FAIL, "log_bin", f"binary logging is off on {where} (log_bin={log_bin}): "
+                        f"start the server with log_bin (e.g. log-bin=mysql-bin and server-id=1 "
+                        f"in the [mysqld] section of my.cnf) and restart it")]
+    out.append(Finding(PASS, "log_bin", "binary logging is on"))
+    fmt = str(v.get("binlog_format", "")).upper()
+    if fmt != "ROW":
+        out.append(Finding(FAIL, "binlog_format", (
+            f"binlog_format is {fmt or 'unknown'} on {where}; row-based CDC needs ROW: run SET "
+            f"GLOBAL binlog_format = 'ROW' (affects new sessions) and put binlog_format=ROW in "
+            f"the [mysqld] section of my.cnf")))
+    else:
+        out.append(Finding(PASS, "binlog_format", "binlog_format is ROW"))
+    image = str(v.get("binlog_row_image", "FULL")).upper()
+    if image == "FULL":
+        out.append(Finding(PASS, "binlog_row_image", "binlog_row_image is FULL"))
+    else:
+        out.append(Finding(FAIL if upsert else WARN, "binlog_row_image", (
+            f"binlog_row_image is {image} on {where}: row images will lack the columns the "
+            f"server leaves out (they come out as ABSENT)"
+            + ("; a sink that upserts needs whole after images" if upsert else "")
+            + "; SET GLOBAL binlog_row_image = 'FULL' for complete before/after images")))
+    meta = v.get("binlog_row_metadata")
+    if meta is None:
+        out.append(Finding(WARN, "binlog_row_metadata", (
+            f"{where} has no binlog_row_metadata (MySQL before 8.0.1, MariaDB before 10.5): "
+            f"column names, charsets and keys are read from information_schema (SELECT on the "
+            f"tables needed)")))
+    elif str(meta).upper() == "FULL":
+        out.append(Finding(PASS, "binlog_row_metadata", "binlog_row_metadata is FULL"))
+    else:
+        out.append(Finding(WARN, "binlog_row_metadata", (
+            f"binlog_row_metadata is {str(meta).upper()} on {where}: table maps lack column "
+            f"names, charsets and keys, which binlog-cdc reads from information_schema and "
+            f"follows along the DDL (SELECT on the tables needed); SET GLOBAL "
+            f"binlog_row_metadata = 'FULL' makes the binlog carry them")))
+    return out
+
+
+def gtid_finding(info: ServerInfo, v: dict) -> Finding:
+    """The server's GTIDs: MariaDB's always; MySQL's with gtid_mode=ON."""
+    if info.is_mariadb:
+        return Finding(PASS, "gtid", "MariaDB GTIDs (domain-server-sequence) are available")
+    mode = str(v.get("gtid_mode", "OFF")).upper()
+    if mode == "ON":
+        return Finding(PASS, "gtid", "gtid_mode is ON")
+    return Finding(PASS, "gtid", f"gtid_mode is {mode}: positions are binlog files and "
+                                 f"offsets (a GTID start needs gtid_mode=ON)")
+
+
+def retention_seconds(v: dict) -> tuple[float | None, str]:
+    """How long the server keeps a binlog file (None: until purged by hand), and the setting
+    that says so: ``binlog_expire_logs_seconds``, else ``expire_logs_days``."""
+    if str(v.get("binlog_expire_logs_auto_purge", "ON")).upper() in ("OFF", "0"):
+        return None, "binlog_expire_logs_auto_purge=OFF"
+    seconds = float(v.get("binlog_expire_logs_seconds") or 0)
+    if seconds > 0:
+        return seconds, f"binlog_expire_logs_seconds={v.get('binlog_expire_logs_seconds')}"
+    days = float(v.get("expire_logs_days") or 0)
+    if days > 0:
+        return days * 86400, f"expire_logs_days={v.get('expire_logs_days')}"
+    return None, "binlog_expire_logs_seconds=0 and expire_logs_days=0"
+
+
+def duration_text(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}".replace(".0 ", " ")
+    return f"{seconds:.0f} s"
+
+
+def retention_finding(v: dict, where: str, *, snapshot_seconds: float | None = None,
+                      snapshot_what: str = "") -> Finding:
+    """The binlog retention against the time an initial snapshot takes (*snapshot_seconds*,
+    estimated; None: no snapshot): the binlog from the snapshot's start must still be there when
+    the stream reads it. Without a snapshot, how long a stopped stream can stay stopped."""
+    kept, setting = retention_seconds(v)
+    if kept is None:
+        return Finding(PASS, "retention", f"binlogs are kept until purged by hand ({setting})")
+    text = f"binlogs are kept for {duration_text(kept)} ({setting})"
+    if snapshot_seconds is None:
+        return Finding(PASS, "retention", f"{text}: a stream stopped for longer must start over")
+    need = f"{duration_text(snapshot_seconds)}{snapshot_what}"
+    fix = (f"raise it to at least twice that (SET GLOBAL binlog_expire_logs_seconds = "
+           f"{int(max(2 * snapshot_seconds, 3600))}, and in my.cnf)")
+    if kept <= snapshot_seconds:
+        return Finding(FAIL, "retention", (
+            f"{text} on {where}, less than the initial snapshot's estimated {need}: the binlog "
+            f"from the snapshot's start would be purged before the stream reads it; {fix}"),
+            BinlogPurgedError)
+    if kept < 2 * snapshot_seconds:
+        return Finding(WARN, "retention", f"{text}, less than twice the initial snapshot's "
+                                          f"estimated {need}; {fix}")
+    return Finding(PASS, "retention", f"{text}; the initial snapshot takes about {need}")
+
+
 def check_binlog_config(v: dict, where: str, *, warn_row_image: bool = True) -> bool:
     """log_bin on and binlog_format ROW, or ServerConfigError; a row image other than FULL is
     logged (when *warn_row_image*). Returns whether it was logged."""
-    log_bin = str(v.get("log_bin", "OFF")).upper()
-    if log_bin not in ("ON", "1"):
-        raise ServerConfigError(
-            f"binary logging is off on {where} (log_bin={log_bin}): start the server "
-            f"with log_bin (e.g. log-bin=mysql-bin and server-id=1 in the [mysqld] section "
-            f"of my.cnf) and restart it")
-    fmt = str(v.get("binlog_format", "")).upper()
-    if fmt != "ROW":
-        raise ServerConfigError(
-            f"binlog_format is {fmt or 'unknown'} on {where}; row-based CDC needs ROW: "
-            f"run SET GLOBAL binlog_format = 'ROW' (affects new sessions) and put "
-            f"binlog_format=ROW in the [mysqld] section of my.cnf")
-    image = str(v.get("binlog_row_image", "FULL")).upper()
-    if image != "FULL" and warn_row_image:
-        log.warning("binlog_row_image is %s on %s: row images will lack the columns the "
-                    "server leaves out (they come out as ABSENT); SET GLOBAL "
-                    "binlog_row_image = 'FULL' for complete before/after images", image, where)
+    findings = binlog_findings(v, where)
+    raise_failures(findings)
+    image = next(f for f in findings if f.check == "binlog_row_image")
+    if image.status == WARN and warn_row_image:
+        log.warning("%s", image.message)
         return True
     return False
 
 
-def check_privileges(query: Query, info: ServerInfo, *, user: str, account: str,
-                     where: str) -> None:
-    """REPLICATION SLAVE and REPLICATION CLIENT (BINLOG MONITOR) granted, or PrivilegeError
-    with the GRANT."""
+def privilege_finding(query: Query, info: ServerInfo, *, user: str, account: str,
+                      where: str) -> Finding:
+    """REPLICATION SLAVE and REPLICATION CLIENT granted (FAIL with the GRANT to run); WARN when
+    SHOW GRANTS does not tell."""
     try:
         grants = [str(r[0]) for r in query("SHOW GRANTS")]
     except PrivilegeError:
-        return
+        return Finding(WARN, "privileges", f"SHOW GRANTS is refused to {account}: cannot tell "
+                                           f"its replication privileges", PrivilegeError)
     missing = missing_privileges(grants)
+    if missing is None:
+        return Finding(WARN, "privileges", f"{account} has its privileges through roles, "
+                                           f"which SHOW GRANTS does not list: cannot tell",
+                       PrivilegeError)
     if missing:
-        raise privilege_error(user=user, account=account, where=where,
-                              lacking=lacking_words(info, missing),
-                              needed_for="a replica needs to read the binlog",
-                              grant=grant_statement(info, account))
+        return Finding(FAIL, "privileges", str(privilege_error(
+            user=user, account=account, where=where, lacking=lacking_words(info, missing),
+            needed_for="a replica needs to read the binlog",
+            grant=grant_statement(info, account))), PrivilegeError)
+    return Finding(PASS, "privileges", f"{account} may read the binlog (replication privileges)")
+
+
+def check_privileges(query: Query, info: ServerInfo, *, user: str, account: str,
+                     where: str) -> None:
+    """REPLICATION SLAVE and REPLICATION CLIENT granted, or PrivilegeError with the GRANT."""
+    raise_failures([privilege_finding(query, info, user=user, account=account, where=where)])
 
 
 def check_server_id(conn, info: ServerInfo, variables: dict, *, server_id: int,
@@ -108,6 +233,17 @@ def check_server_id(conn, info: ServerInfo, variables: dict, *, server_id: int,
                 f"Give this replica a unique server_id (e.g. --server-id)")
 
 
+def in_server_kind(start: Start, position: Position | None,
+                   info: ServerInfo) -> tuple[Start, Position | None]:
+    """*start* and a client's *position* from it, an empty GTID start (nothing seen yet: all the
+    binlog the server has, whichever kind it was given as) made the server's kind of GTID
+    start, the position with it when it has not moved from the start."""
+    if not start.is_gtid or start.gtid or (start.kind == "mariadb_gtid") == info.is_mariadb:
+        return start, position
+    own = Start("mariadb_gtid" if info.is_mariadb else "gtid", gtid="")
+    return own, own.position() if position == start.position() else position
+
+
 def check_start(query: Query, info: ServerInfo, v: dict, start: Start, *, where: str) -> None:
     """The server still has what *start* asks for, and the start fits the server's flavour."""
     if start.kind == "file":
@@ -133,9 +269,12 @@ def check_start(query: Query, info: ServerInfo, v: dict, start: Start, *, where:
                 f"the server {where} has purged transactions the replica has not seen: "
                 f"{missing} (gtid_purged is {purged}, requested from {have or 'nothing'}). "
                 f"Those changes are lost to this replica; restart from a fresh snapshot")
-    elif start.kind == "mariadb_gtid" and not info.is_mariadb:
-        raise ConfigurationError(
-            f"{where} is MySQL: give a GTID set ('uuid:1-42'), not a MariaDB GTID position")
+        check_contained(query, have, mariadb=False, where=where)
+    elif start.kind == "mariadb_gtid":
+        if not info.is_mariadb:
+            raise ConfigurationError(
+                f"{where} is MySQL: give a GTID set ('uuid:1-42'), not a MariaDB GTID position")
+        check_contained(query, MariaGtidPosition.parse(start.gtid), mariadb=True, where=where)
 
 
 def session_sql(info: ServerInfo, v: dict, start: Start, *, heartbeat_ns: int | None,

@@ -7,18 +7,23 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from cdc.errors import CdcError, is_transient
+from cdc.errors import CdcError, SchemaError, is_transient
+from cdc.replica.binlog_ddl import ddl_statements
 from cdc.replica.metadata import COLUMNS_SQL, recover_members, server_column
-from cdc.replica.server import (ServerInfo, parse_server_version, read_unique_keys,
-                                system_schemas_sql, table_unique_keys)
+from cdc.replica.server import (ServerInfo, check_table_select, parse_server_version,
+                                read_unique_keys, system_schemas_sql, table_unique_keys)
 from cdc.replica.sql import binlog_status
 from cdc.schema.columns import collation_of_name, safe_charset_collation
 from cdc.schema.tables import Diverged, TableSchema
+from cdc.schema.touched import exact_from as exact_from_statements
 
 __all__ = ["read_schema", "read_collations", "read_table_schema", "server_version",
            "HistorySource"]
 
 log = logging.getLogger("cdc.replica")
+
+#: reads of information_schema a seed makes while DDL on the captured tables runs meanwhile
+SEED_TRIES = 10
 
 _ALL_COLUMNS_SQL = (
     "SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, "
@@ -200,13 +205,23 @@ class HistorySource:
         known = self.history.collations if self.history is not None else None
         return read_table_schema(self.query, db, table, known)
 
+    def check_hidden(self, db: str, table: str) -> None:
+        """A PrivilegeError when information_schema hides *table* for want of SELECT."""
+        check_table_select(self.query, db, table, user=self.config.user, where=self.config.where)
+
     def at_end(self, file, end_pos) -> bool:
         return file is not None and end_pos is not None and self.binlog_end() == (file, end_pos)
 
     def seed(self, history, *, at: tuple | None = None) -> tuple | None:
-        """Seed *history* from information_schema now, with the binlog position it is valid at
-        (read before and after; up to three tries while DDL runs meanwhile); returns that
-        position. *at*: where a re-seed's versions begin (see ``SchemaHistory.seed``).
+        """Seed *history* from information_schema now, for a stream at the binlog position *at*
+        (None: the binlog's end; a re-seed's versions begin there, see ``SchemaHistory.seed``);
+        returns the binlog position the read holds at.
+
+        The read is exact: the binlog's end is read before and after it, and the DDL statements
+        the binlog holds from *at* to that end are read too (``SHOW BINLOG EVENTS``). A table
+        changed before the read began is described from the end of its last change on (unknown
+        before it); a change to a captured table while the read ran makes it read again (up to
+        :data:`SEED_TRIES` times, then a :class:`~cdc.errors.SchemaError`).
 
         A first seed the server refuses (an error that is not a lost connection) leaves the
         history empty, with a warning: tables it then meets are completed from information_schema
@@ -219,24 +234,41 @@ class HistorySource:
             rows = q("SELECT @@lower_case_table_names", None)
             history.lower = bool(int(rows[0][0] or 0)) if rows else False
             history.collations.update(read_collations(q))
-            schemas = _literal_schemas(self.config.table_filter)
-            after = None
-            for _attempt in range(3):
-                before = self.binlog_end()
-                tables, databases = read_schema(q, self.config.table_filter, schemas,
-                                                history.collations)
-                self._count()
-                after = self.binlog_end()
-                if before == after:
-                    break
+            tables, databases, before, exact_from = self._exact_read(history, at)
         except CdcError as e:
-            if is_transient(e) or history.seeded:
+            if is_transient(e) or history.seeded or isinstance(e, SchemaError):
                 raise
             log.warning("the schema history could not be read from information_schema (%s); "
                         "tables are completed from information_schema when they are met", e)
             history.seed({}, {})
             return None
-        history.seed(tables, databases, valid_from=after, at=at)
-        log.info("schema history: %d table(s) read from information_schema, valid from %s",
-                 len(tables), after)
-        return after
+        history.seed(tables, databases, valid_from=before, at=at, exact_from=exact_from)
+        log.info("schema history: %d table(s) read from information_schema, valid at %s%s",
+                 len(tables), before, f" ({len(exact_from)} from a later statement on)"
+                 if exact_from else "")
+        return before
+
+    def _exact_read(self, history, at):
+        """(tables, databases, the binlog position the read began at, {table: end of its last
+        change before that}) -- see :meth:`seed`."""
+        q = self.query
+        schemas = _literal_schemas(self.config.table_filter)
+        for _attempt in range(SEED_TRIES):
+            before = self.binlog_end()
+            tables, databases = read_schema(q, self.config.table_filter, schemas,
+                                            history.collations)
+            self._count()
+            after = self.binlog_end()
+            if before is None or after is None:
+                return tables, databases, after, {}
+            start = at if at is not None and at[0] is not None else before
+            statements = ddl_statements(q, start, after) if start != after else []
+            exact_from, conflicts = exact_from_statements(history, statements, tables, before)
+            if not conflicts:
+                return tables, databases, before, exact_from
+            log.info("schema history: %s changed a captured table while information_schema "
+                     "was read; reading it again", conflicts[0].sql[:200])
+        raise SchemaError(
+            f"the captured tables' definitions kept changing while the schema history read "
+            f"them from information_schema ({SEED_TRIES} tries); start the stream again when "
+            f"their DDL has run, or set binlog_row_metadata=FULL on the server")

@@ -6,11 +6,13 @@ resolving an ``earliest``/``latest`` start to a file position.
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from typing import Any, Callable
 
-from cdc.errors import (ER_SPECIFIC_ACCESS_DENIED, ConfigurationError, ServerConfigError,
-                        ServerConnectionError, is_transient, map_server_error)
+from cdc.errors import (CR_CONN_HOST_ERROR, ER_SPECIFIC_ACCESS_DENIED, ConfigurationError,
+                        ServerConfigError, ServerConnectionError, ServerUnreachableError,
+                        is_transient, map_server_error)
 from cdc.positions import Position, Start, parse_gtid_state
 from cdc.replica.config import ReplicaConfig, RetryPolicy
 from cdc.replica.server import (ServerInfo, current_account, grant_statement, privilege_error,
@@ -58,6 +60,12 @@ def connect(config: ReplicaConfig, *, grant: str | None = None, **pymysql_kwargs
             raise ConfigurationError(
                 f"TLS handshake with {config.where} failed: {orig} (check ssl ca/cert/key and "
                 f"verify options)") from e
+        if isinstance(orig, (ConnectionRefusedError, socket.gaierror)):
+            reason = "connection refused" if isinstance(orig, ConnectionRefusedError) else \
+                "the host name does not resolve"
+            raise ServerUnreachableError(f"cannot connect to {config.where}: {reason} ({orig}); "
+                                         f"check the host and port, and that the server is up",
+                                         CR_CONN_HOST_ERROR) from e
         code = e.args[0] if e.args and isinstance(e.args[0], int) else None
         if code == 2026:
             raise ServerConfigError(f"{config.where} does not offer TLS, but ssl options were "
@@ -124,6 +132,7 @@ class SqlSession:
         self.retry = retry
         self.where = where
         self.conn = None
+        self.connected = False      # a connection has been made once
 
     def run(self, call: Callable[[Any], Any]) -> Any:
         """``call(connection)``, retried on a fresh connection after a lost one."""
@@ -133,6 +142,7 @@ class SqlSession:
         for attempt in range(self.retries + 1):
             if self.conn is None:
                 self.conn = self._connect()
+                self.connected = True
             try:
                 return call(self.conn)
             except (pymysql.err.OperationalError, pymysql.err.InterfaceError):
@@ -144,6 +154,7 @@ class SqlSession:
     def _once(self, call: Callable[[Any], Any]) -> Any:
         if self.conn is None:
             self.conn = self._connect()
+            self.connected = True
         try:
             return call(self.conn)
         except BaseException:
@@ -159,7 +170,7 @@ class SqlSession:
                         self.where, state.attempt_number, state.outcome.exception(),
                         state.next_action.sleep if state.next_action else 0)
 
-        retrying = p.retrying(before_sleep=before_sleep)
+        retrying = p.retrying(before_sleep=before_sleep, first=not self.connected)
         try:
             for attempt in retrying:
                 with attempt:

@@ -21,8 +21,10 @@ from cdc.errors import ParseError, TruncatedEventError
 from cdc.rows.backend import (DECODER_ENV, active_decoder, c_decoder_available, rowdecode,
                               set_default_decoder, uses_c)
 from cdc.rows.compile import compile_full_row_reader, compile_rows_reader
+from cdc.rows.old_temporal import OLD_TEMPORAL, settle_precision, unknown_precision
 from cdc.values.jsonb.diff import apply_json_diffs, read_json_diffs
 from cdc.values.kinds import ABSENT
+from cdc.values.temporal import OLD_TEMPORAL_ADVICE
 from cdc.values.types import build_decoder, column_layout
 
 __all__ = ["decode_images", "present_columns", "malformed_rows_error", "ImageReader", "RowPlans",
@@ -53,7 +55,7 @@ def decode_images(tmap, kind: str, data, pos: int, present1: tuple[int, ...],
     :mod:`cdc.rows.backend`).  Returns a list of tuples (insert/delete) or of (before, after)
     tuple pairs (update).
     """
-    plans = tmap.row_plans
+    plans = _settled_plans(tmap, kind, data, pos, present1, present2, partial)
     key = (uses_c(decoder), kind, present1, present2, partial)
     read = plans.readers.get(key)
     if read is None:
@@ -71,13 +73,23 @@ def count_images(tmap, kind: str, data, pos: int, present1: tuple[int, ...],
     rows (a driver counting rows to bound a micro-batch does not need them)."""
     if not (uses_c(decoder) and not partial and hasattr(rowdecode, "count_rows")):
         return len(decode_images(tmap, kind, data, pos, present1, present2, partial, decoder))
-    plans = tmap.row_plans
+    plans = _settled_plans(tmap, kind, data, pos, present1, present2, partial)
     p1 = plans.c_plan(present1)
     p2 = None if kind != "update" else p1 if present2 == present1 else plans.c_plan(present2)
     try:
         return rowdecode.count_rows(data, pos, p1, p2)
     except (ParseError, IndexError, ValueError, OverflowError, struct.error) as e:
         raise malformed_rows_error(tmap, kind, data, pos, present1, present2, partial, e) from None
+
+
+def _settled_plans(tmap, kind: str, data, pos: int, present1, present2, partial: bool):
+    """*tmap*'s plans, once old-format temporal columns of unknown precision (MariaDB binlogs
+    read without the server) are settled for this event (:mod:`cdc.rows.old_temporal`)."""
+    plans = tmap.row_plans
+    if plans.unknown_precision and not partial and settle_precision(
+            tmap, plans.decoders, kind, data, pos, present1, present2):
+        plans = tmap.row_plans = RowPlans(tmap)
+    return plans
 
 
 def _column_label(col) -> str:
@@ -148,21 +160,17 @@ class _Undiagnosed(Exception):
     pass
 
 
-_OLD_TEMPORAL = {7: "TIMESTAMP", 11: "TIME", 12: "DATETIME"}
-
-
 def _old_temporal_hint(tmap) -> str:
     """A hint for tables with pre-5.6 temporal columns: with fractional seconds (MariaDB's
     mysql56_temporal_format=OFF) their size is not in the binlog."""
-    olds = [c for c in tmap.columns if c.real_type in _OLD_TEMPORAL and c.meta is None]
+    olds = unknown_precision(tmap)
     if not olds:
         return ""
-    c = olds[0]
+    c = tmap.columns[olds[0]]
     label = c.name if c.name is not None else f"@{c.index + 1}"
-    return (f"; note: column {label} is a {_OLD_TEMPORAL[c.real_type]} in the pre-5.6 binary "
+    return (f"; note: column {label} is a {OLD_TEMPORAL[c.real_type][0]} in the pre-5.6 binary "
             f"format, whose fractional-second precision the binlog does not carry (MariaDB "
-            f"with mysql56_temporal_format=OFF): decode it from a live server (ReplicaClient reads "
-            f"the precision from information_schema) or set mysql56_temporal_format=ON")
+            f"with mysql56_temporal_format=OFF): {OLD_TEMPORAL_ADVICE}")
 
 
 class RowPlans:
@@ -180,10 +188,12 @@ class RowPlans:
     """
 
     __slots__ = ("tmap", "_decoders", "_full_row_reader", "image_readers", "batch_readers",
-                 "c_plans", "readers")
+                 "c_plans", "readers", "unknown_precision")
 
     def __init__(self, tmap):
         self.tmap = tmap
+        #: old-format temporal columns whose width each rows event must settle first
+        self.unknown_precision = unknown_precision(tmap)
         self._decoders = None
         self._full_row_reader = None
         self.image_readers: dict[tuple, ImageReader] = {}

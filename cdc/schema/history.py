@@ -17,9 +17,11 @@ the binlog, the table is read again from information_schema (``read_table``/``at
 the caller); otherwise it is :class:`Unknown` from there.
 
 The seed describes the tables as of the binlog position ``valid_from`` where it was read (the
-binlog's end then).  A stream starting earlier uses it from its start -- the only description
-there is -- until a statement changes the table; that statement's version holds until
-``valid_from``, where the seed is exact again.  Sans-IO: no connection, no Spark.
+binlog's end then).  For a stream at an earlier position, the caller says which tables the
+binlog's DDL changed in between (``exact_from``, see :mod:`cdc.schema.touched`): the seed
+describes those from the end of their last change on, and they are unknown before it unless the
+stream's own statements tell (a CREATE TABLE); the other tables it describes from the stream's
+position on.  Sans-IO: no connection, no Spark.
 """
 
 from __future__ import annotations
@@ -33,10 +35,10 @@ from cdc.schema.changes import SchemaChange
 from cdc.schema.columns import collation_of_name, safe_charset_collation
 from cdc.schema.ddl import (ANSI_QUOTES, REAL_AS_FLOAT, AlterDatabase, AlterTable, CreateDatabase,
                             CreateIndex, CreateTable, DropDatabase, DropIndex, DropTables,
-                            RenameTables, TableName, TruncateTable, Unparsed, ddl_head,
-                            parse_ddl)
+                            RenameTables, TableName, Unparsed, ddl_head, parse_ddl)
 from cdc.schema.persist import db_diff, history_from_json, history_to_json
 from cdc.schema.tables import Diverged, TableSchema, Work, apply_actions, finish
+from cdc.schema.touched import named
 from cdc.schema.versions import BEGINNING, Unknown, Versions, point_key
 
 __all__ = ["SchemaHistory", "TableSchema", "Unknown", "point_key", "ON_UNPARSED_DDL"]
@@ -88,6 +90,8 @@ class SchemaHistory:
         self.statements_applied = 0
         self._tables: dict[tuple, Versions] = {}
         self._seed: dict[tuple, TableSchema] = {}
+        #: tables the seed describes only from the end (file, end_pos) of a statement on
+        self._anchors: dict[tuple, tuple] = {}
         self._seed_key = None
         self._seed_point = None
         self._applied = None         # key of the last statement applied (replays are skipped)
@@ -111,26 +115,44 @@ class SchemaHistory:
     # --- seeding ------------------------------------------------------------------------------
 
     def seed(self, tables: dict, databases: dict | None = None, *,
-             valid_from: tuple | None = None, at: tuple | None = None) -> None:
+             valid_from: tuple | None = None, at: tuple | None = None,
+             exact_from: dict | None = None) -> None:
         """Start from *tables* (``{(db, table): TableSchema}``, as information_schema showed them
         at the binlog position *valid_from* = (file, pos)) and *databases* (``{db: default
         collation id}``). The tables' versions begin at the binlog's beginning the first time;
-        a re-seed replaces every version from *at* (default: *valid_from*) on."""
+        a re-seed replaces every version from *at* (default: *valid_from*) on.
+
+        *exact_from*: ``{(db, table): (file, end_pos)}``, the tables that statements between the
+        stream's position *at* and *valid_from* changed, and the end of the last such statement:
+        the read describes them from there on; before it they are unknown (unless the stream's
+        own statements tell, e.g. a CREATE TABLE), never described by a later shape."""
         reseed = self.seeded
         start = BEGINNING
         if reseed:
             point = at or valid_from
             start = point_key(*point) if point else (self._applied or BEGINNING)
         seeded = {self._key(*k): v for k, v in tables.items() if self.captured(*k)}
+        anchors = {self._key(*k): tuple(e) for k, e in (exact_from or {}).items()
+                   if self.captured(*k)}
         if reseed:
             for versions in self._tables.values():
                 cut = bisect.bisect_left(versions.keys, start)
                 del versions.keys[cut:], versions.states[cut:]
                 versions.put(start, None)
-        for (db, table), schema in tables.items():
-            if self.captured(db, table):
-                self._versions(db, table).put(start, schema)
+        since = at or valid_from or (None, None)
+        for key in set(seeded) | set(anchors):
+            versions = self._versions(*key)
+            end = anchors.get(key)
+            if end is None:
+                versions.put(start, seeded[key])
+                continue
+            versions.put(start, Unknown(since, (
+                f"changed by the statement ending at file {end[0]}, position {end[1]}, before "
+                f"the schema history read it from information_schema at file {valid_from[0]}, "
+                f"position {valid_from[1]}: its shape before that statement is not known")))
+            versions.put(point_key(*end), seeded.get(key))
         self._seed = seeded
+        self._anchors = anchors
         self.databases.update(databases or {})
         self._db_base, self._db_changes = dict(self.databases), []
         self._seed_point = valid_from
@@ -222,7 +244,7 @@ class SchemaHistory:
         if isinstance(stmt, Unparsed):
             ctx.unparsed(stmt)      # on_unparsed_ddl="fail": SchemaError, not applied
         elif error_code:
-            for t in _named(stmt):
+            for t in named(stmt):
                 ctx.unsure(t, f"the statement failed on the source (error {error_code})")
         else:
             ctx.run(stmt)
@@ -241,16 +263,6 @@ def _same(a: TableSchema, b) -> bool:
     return isinstance(b, TableSchema) and (a.columns, a.collation, a.primary_key,
                                            a.unique_keys) == (b.columns, b.collation,
                                                               b.primary_key, b.unique_keys)
-
-
-def _named(stmt) -> list[TableName]:
-    if isinstance(stmt, (CreateTable, AlterTable, TruncateTable, CreateIndex, DropIndex)):
-        return [stmt.table]
-    if isinstance(stmt, DropTables):
-        return list(stmt.tables)
-    if isinstance(stmt, RenameTables):
-        return [t for pair in stmt.pairs for t in pair]
-    return []
 
 
 class _Statement:
@@ -292,12 +304,17 @@ class _Statement:
             return
         h = self.h
         self.unsure_keys.add(h._key(db, table))
+        if self.anchored(h._key(db, table)):
+            self.put(db, table, unknown or Unknown(self.point, reason))   # the seed, at commit
+            return
         if h.read_table is not None and h.at_end is not None and h.at_end(*self.end_point):
             schema = h.read_table(db, table)
-            log.info("%s.%s: %s at %s; read again from information_schema (the stream is at the "
-                     "binlog's end)", db, table, reason, self.where())
-            self.put(db, table, schema)
-            return
+            # exact only if nothing was written to the binlog while it was read
+            if h.at_end(*self.end_point):
+                log.info("%s.%s: %s at %s; read again from information_schema (the stream is "
+                         "at the binlog's end)", db, table, reason, self.where())
+                self.put(db, table, schema)
+                return
         if unknown is None:
             log.warning("%s.%s: %s at %s: its shape is unknown from here", db, table, reason,
                         self.where())
@@ -521,9 +538,26 @@ class _Statement:
         for n in touched:
             self.unsure(n, f"a DDL statement that could not be parsed ({stmt.reason})")
 
+    def anchored(self, key: tuple) -> bool:
+        """Whether the seed describes the table from the end of this statement on."""
+        end = self.h._anchors.get(key)
+        return end is not None and point_key(*end) == point_key(*self.end_point)
+
     def commit(self) -> list[str]:
         h = self.h
         changed = []
+        for k in h._anchors:
+            if not self.anchored(k):
+                continue
+            # the seed's shape is the one after this statement, where the statements followed
+            # did not tell it
+            db, table, state = self.pending.get(k, (k[0], k[1], None))
+            if k not in self.pending:
+                v = h._tables.get(k)
+                state = v.at(self.key)[0] if v is not None else None
+            if not isinstance(state, TableSchema) or k in self.unsure_keys:
+                self.pending[k] = (db, table, h._seed.get(k))
+                self.unsure_keys.discard(k)
         for k, (db, table, state) in self.pending.items():
             v = h._versions(db, table)
             before, _known = v.at(self.key)

@@ -80,6 +80,11 @@ def history_to_json(h, file: str | None, pos: int | None) -> dict:
         # before the seed point, statements on tables read from information_schema are not
         # followed exactly (see SchemaHistory): the seed comes back into effect at its point
         out["seed"] = [[db, table, _table_json(s)] for (db, table), s in sorted(h._seed.items())]
+        # tables the seed describes only from a later statement's end (SchemaHistory.seed)
+        later = [[db, table, end[0], end[1]] for (db, table), end in sorted(h._anchors.items())
+                 if point_key(*end) > key]
+        if later:
+            out["exact_from"] = later
     return out
 
 
@@ -102,6 +107,12 @@ def history_from_json(cls, data, **kw) -> object:
     h._seed_point = tuple(point) if point else None
     h._seed_key = point_key(*point) if point else None
     h._seed = {(db, table): _table_from_json(s) for db, table, s in data.get("seed") or ()}
+    for db, table, file, end in data.get("exact_from") or ():
+        h._anchors[(db, table)] = (file, end)
+        v = h._tables.get((db, table))
+        if v is None:
+            v = h._tables[(db, table)] = Versions()
+        v.put(point_key(file, end), h._seed.get((db, table)))
     h.seeded = True
     h.generation = 1
     return h

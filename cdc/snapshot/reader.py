@@ -5,10 +5,33 @@ Each chunk is one short transaction (``START TRANSACTION WITH CONSISTENT SNAPSHO
 ... ``COMMIT``): no lock, no transaction held across chunks, only SELECT needed. The position:
 
 * MariaDB reports where the snapshot stands in the binlog (``binlog_snapshot_file`` /
-  ``binlog_snapshot_position``): the chunk holds exactly the transactions committed before it
-  (``exact``);
-* elsewhere the binlog end read just before the transaction starts: the chunk holds every
-  transaction before it and maybe a few after it (not ``exact``).
+  ``binlog_snapshot_position``): the chunk holds exactly the transactions before it (``exact``);
+* MySQL reports nothing of the kind; the snapshot is bracketed instead (:meth:`_bracketed`):
+
+  1. ``E`` = the binlog end (:func:`~cdc.replica.sql.binlog_status`);
+  2. every transaction written to the binlog before ``E`` has committed in the engine: a
+     transaction owns its GTID (``@@GLOBAL.gtid_owned``; anonymous ones are counted in
+     ``Ongoing_anonymous_transaction_count``) from before it is written to the binlog until
+     after its engine commit, so once none of the owners seen after reading ``E`` owns any
+     more, everything before ``E`` is visible to a snapshot taken from then on;
+  3. ``START TRANSACTION WITH CONSISTENT SNAPSHOT``: it sees every transaction before ``E``
+     (2.) and none that is not in the binlog yet (engines commit after the binlog write);
+  4. the binlog end again: still ``E`` means nothing was written in between, so the snapshot
+     holds exactly the transactions before ``E`` (``exact``).
+
+  A write between 1. and 4. (a busy server) makes it try again, up to :data:`ATTEMPTS` times;
+  then the chunk keeps ``E`` of its last try, not exact: it holds every transaction before
+  ``E`` and maybe some after it. An owner that keeps its GTID longer than
+  :data:`SETTLE_SECONDS` (a session with ``SET GTID_NEXT`` and an open transaction), or a server
+  without ``gtid_owned``, gives that position with 2. unproven (logged).
+
+A position that is not exact (2. proven) loses and duplicates nothing: the stream applies the
+changes from the snapshot's start ``P0`` (``<= E``) after the snapshot rows, and a change the
+chunk already holds writes the same image again. With 2. unproven, a transaction still
+committing when the chunk started could be missing from it, and from the stream too if it was
+written before ``P0``, read well before any chunk starts. An exact position makes a snapshot
+row's ``seq`` sort after every change it holds and before every change it does not
+(``source.pos`` says what the row holds).
 
 Rows arrive as the server stores them (no client conversion) and are converted by
 :func:`cdc.snapshot.values.row_converter` into the values the binlog decoder gives.
@@ -22,7 +45,11 @@ Both get the same bytes from the server and the same converter, so the values ar
 
 from __future__ import annotations
 
+import logging
 import os
+import random
+import re
+import time
 from typing import Iterator, NamedTuple, Sequence
 
 from cdc.errors import CdcError, ConfigurationError
@@ -34,10 +61,18 @@ from cdc.snapshot.plan import SnapshotTable, quote_name, range_condition
 from cdc.snapshot.values import SESSION_SQL, raw_connect_kwargs, row_converter, select_list
 
 __all__ = ["ChunkPosition", "SnapshotChunkReader", "connect_for_snapshot", "snapshot_client",
-           "CLIENTS"]
+           "owned_gtids", "CLIENTS"]
+
+log = logging.getLogger("cdc.snapshot")
 
 CLIENTS = ("mysqlclient", "pymysql")
 CLIENT_ENV = "BINLOG_CDC_SNAPSHOT_CLIENT"
+
+ATTEMPTS = 20            # tries of the bracketed snapshot before a position that is not exact
+SETTLE_SECONDS = 1.0     # how long a chunk waits for the binlog's transactions to commit
+
+_UNKNOWN_SYSTEM_VARIABLE = 1193
+_START = "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"
 
 
 class ChunkPosition(NamedTuple):
@@ -113,10 +148,39 @@ def connect_for_snapshot(config: ReplicaConfig, client: str | None = None):
     return conn
 
 
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def owned_gtids(text: str) -> set:
+    """``{(uuid, tag, gno)}`` of ``@@GLOBAL.gtid_owned`` (``uuid[:tag]:gno#thread:gno#thread``
+    per source; MySQL 9.7 writes the sources one after the other without a separator, so they
+    are found by their UUIDs)."""
+    marks = list(_UUID.finditer(text))
+    out = set()
+    for i, m in enumerate(marks):
+        body = text[m.end():marks[i + 1].start() if i + 1 < len(marks) else len(text)]
+        tag = ""
+        for part in body.split(":"):
+            part = part.strip(", \n")
+            if "#" in part:
+                out.add((m.group().lower(), tag, part.partition("#")[0]))
+            elif part:
+                tag = part
+    return out
+
+
 def _client_errors() -> tuple:
     import pymysql
     MySQLdb = _mysqlclient()
     return (pymysql.err.MySQLError,) + ((MySQLdb.MySQLError,) if MySQLdb is not None else ())
+
+
+def _as_pymysql(e: Exception) -> Exception:
+    """A mysqlclient error as the PyMySQL error of the same class and arguments."""
+    import pymysql
+    if isinstance(e, pymysql.err.MySQLError):
+        return e
+    return getattr(pymysql.err, type(e).__name__, pymysql.err.OperationalError)(*e.args)
 
 
 class SnapshotChunkReader:
@@ -132,29 +196,99 @@ class SnapshotChunkReader:
         self.config = config
         self.position: ChunkPosition | None = None
         self.rows = 0
+        self.attempts = 0     # tries of the bracketed snapshot (0: the server reported it)
         self._open = False
 
     def _query(self, sql: str, args=None) -> list:
-        """A statement's rows, text as str (the connection leaves values as bytes)."""
-        with self.conn.cursor() as cur:
-            cur.execute(sql, args)
-            return [tuple(_text(v) if isinstance(v, (bytes, bytearray)) else v for v in r)
-                    for r in cur.fetchall()]
+        """A statement's rows, text as str (the connection leaves values as bytes); errors as
+        PyMySQL's (what :func:`~cdc.replica.sql.binlog_status` maps)."""
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(sql, args)
+                return [tuple(_text(v) if isinstance(v, (bytes, bytearray)) else v for v in r)
+                        for r in cur.fetchall()]
+        except _client_errors() as e:
+            raise _as_pymysql(e) from e
 
     def __enter__(self) -> "SnapshotChunkReader":
         try:
-            before = binlog_status(self._query, server_of(self.conn), self.config)
-            self._query("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
-            self._open = True
-            status = dict(self._query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'"))
+            self.position = self._reported() or self._bracketed()
         except _client_errors() as e:
             raise self._error(e) from e
+        return self
+
+    def _start(self) -> None:
+        self._query(_START)
+        self._open = True
+
+    def _rollback(self) -> None:
+        self._open = False
+        self._query("ROLLBACK")
+
+    def _reported(self) -> ChunkPosition | None:
+        """The snapshot with the position the server reports for it (MariaDB), else None (and
+        no transaction open)."""
+        self._start()
+        status = dict(self._query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'"))
         file, pos = status.get("Binlog_snapshot_file"), status.get("Binlog_snapshot_position")
         if file and pos and pos.isdigit():
-            self.position = ChunkPosition(Position(file, int(pos)), True)
-        else:
-            self.position = ChunkPosition(Position(before.file, before.pos), False)
-        return self
+            return ChunkPosition(Position(file, int(pos)), True)
+        self._rollback()
+        return None
+
+    def _end(self) -> Position:
+        end = binlog_status(self._query, server_of(self.conn), self.config)
+        return Position(end.file, end.pos)
+
+    def _bracketed(self) -> ChunkPosition:
+        """The snapshot between two equal binlog ends (see the module docstring)."""
+        deadline = time.monotonic() + SETTLE_SECONDS
+        self.attempts = 0
+        while True:
+            self.attempts += 1
+            end = self._end()
+            settled = self._settled(deadline)
+            self._start()
+            if settled and self._end() == end:
+                return ChunkPosition(end, True)
+            if not settled or self.attempts >= ATTEMPTS:
+                log.info("snapshot of %s: position %s is not exact (%s)", self.table.name, end,
+                         f"GTIDs still owned after {SETTLE_SECONDS:g} s" if not settled
+                         else f"the binlog grew during each of {self.attempts} tries")
+                return ChunkPosition(end, False)
+            self._rollback()
+            time.sleep(random.uniform(0, 0.001 * self.attempts))   # out of step with writers
+
+    def _owners(self) -> set | None:
+        """The GTIDs owned now (:func:`owned_gtids`), and ``"anonymous"`` while anonymous
+        transactions are under way; None: the server cannot tell."""
+        import pymysql
+        try:
+            owned, mode = self._query("SELECT @@GLOBAL.gtid_owned, @@GLOBAL.gtid_mode")[0]
+        except pymysql.err.MySQLError as e:
+            if e.args and e.args[0] == _UNKNOWN_SYSTEM_VARIABLE:
+                return None
+            raise
+        out: set = owned_gtids(str(owned or ""))
+        if str(mode).upper() != "ON":
+            rows = self._query("SHOW GLOBAL STATUS LIKE 'Ongoing_anonymous_transaction_count'")
+            if not rows:
+                return None
+            if int(rows[0][1]) > 0:
+                out.add("anonymous")
+        return out
+
+    def _settled(self, deadline: float) -> bool:
+        """Every transaction written to the binlog so far has committed in the engine: none of
+        the GTID owners seen now owns it still (by *deadline*)."""
+        owners = self._owners()
+        while owners:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.0005)
+            now = self._owners()
+            owners = owners & now if now is not None else None
+        return owners is not None
 
     def batches(self, rows_per_batch: int = 8192) -> Iterator[list[tuple]]:
         t = self.table

@@ -43,17 +43,20 @@ CHAR/VARCHAR/TEXT/JSON  the stored bytes decoded with the column's collation by
 BINARY(n), UUID, INET6, selected as ``CAST(col AS BINARY)``: their stored binary form (BINARY(n)
 INET4                   already padded to n with ``\\0``; UUID/INET6/INET4 print as text otherwise)
 VARBINARY / BLOB        the bytes
-ENUM / SET              selected as ``col + 0`` (the member number / bit mask, whatever the
-                        charset) -> the member name(s) from the column's members, like the
+ENUM / SET              selected as ``col | 0`` (the member number / bit mask, whatever the
+                        charset; ``col + 0`` is a double on MySQL, and negative on MariaDB for
+                        masks >= 2^63) -> the member name(s) from the column's members, like the
                         binlog decoder (``""`` for the empty ENUM value; the number when the
                         ColumnDef has no members)
 GEOMETRY                ``Geometry(srid, wkb)``: the server sends its internal form, 4-byte
                         little-endian SRID + WKB
 VECTOR                  ``list[float]`` of its float32 values (the server sends the bytes)
-JSON (MySQL binary)     the document parsed from the server's text: exact for strings, integers,
-                        doubles, literals, arrays and objects; DECIMAL and date/time scalars
-                        inside a document (JSON from CAST or JSON functions of such values) come
-                        out as float / str where the binlog decoder gives Decimal / datetime
+JSON (MySQL binary)     the document parsed from the server's text (the ``null`` document:
+                        ``JSON_NULL``): exact for strings, integers, doubles, literals, arrays and
+                        objects; DECIMAL and date/time scalars inside a document (JSON from CAST
+                        or JSON functions of such values) come out as float / str where the
+                        binlog decoder gives Decimal / datetime (date/time and opaque scalars
+                        then render to the same JSON text, decimals lose trailing zeros)
 ======================  ==========================================================================
 NULL is None.  Generated columns are read like others (their value is computed by the SELECT).
 
@@ -76,7 +79,7 @@ from cdc.binlog.constants import ColumnType as T
 from cdc.cache import BoundedCache
 from cdc.errors import SchemaError
 from cdc.values.charsets import BINARY_COLLATION, codec_of, make_text_decoder
-from cdc.values.kinds import Geometry, InvalidTemporal
+from cdc.values.kinds import JSON_NULL, Geometry, InvalidTemporal
 from cdc.values.types import ColumnDef, type_info
 
 __all__ = ["SESSION_SQL", "raw_connect_kwargs", "select_list", "row_converter",
@@ -122,7 +125,7 @@ def column_expression(col: ColumnDef) -> str:
     if rt in _FLOATS:
         expr = f"{q} - 0e0"
     elif rt in _MEMBERS:
-        expr = f"{q} + 0"
+        expr = f"{q} | 0"
     elif rt == T.STRING and _collation(col) == BINARY_COLLATION:
         expr = f"CAST({q} AS BINARY)"
     else:
@@ -215,8 +218,10 @@ def _json_int(text: str):
 
 
 def to_mysql_json(raw: bytes):
-    """MySQL's JSON type (printed as text): the document (see the module docstring's limits)."""
-    return json.loads(raw.decode("utf-8"), parse_int=_json_int)
+    """MySQL's JSON type (printed as text): the document (see the module docstring's limits);
+    the ``null`` literal is :data:`~cdc.values.kinds.JSON_NULL`, as the binlog decoder gives it."""
+    doc = json.loads(raw.decode("utf-8"), parse_int=_json_int)
+    return JSON_NULL if doc is None else doc
 
 
 def _enum_converter(names):

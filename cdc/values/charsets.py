@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 
+from cdc.errors import ConfigurationError
 from cdc.values.charset_tables import MULTI_BYTE, NOT_A_CODE, SINGLE_BYTE
 from cdc.values.kinds import InvalidText
 
@@ -238,3 +239,18 @@ def make_text_decoder(collation_id: int | None):
         except UnicodeDecodeError:
             return InvalidText(raw)
     return dec_text
+
+
+def collation_for_charset(charset: str) -> int:
+    """A collation id of character set *charset* (``utf8mb4``, ``latin1``, ``binary``...): all
+    collations of one character set decode alike.  Unknown names: ConfigurationError."""
+    name = str(charset).strip().lower()
+    if name == "utf8":
+        name = "utf8mb3"
+    if name == "binary":
+        return BINARY_COLLATION
+    for cid in range(1, 4096):
+        if charset_of(cid) == name:
+            return cid
+    raise ConfigurationError(f"unknown character set {charset!r}: give a MySQL character set "
+                             f"name such as utf8mb4, latin1 or binary")

@@ -1,6 +1,7 @@
 """The value classes decoded row images hold besides Python's own types.
 
 * :data:`ABSENT` -- a column outside a row image (binlog_row_image=MINIMAL/NOBLOB), not NULL;
+* :data:`JSON_NULL` -- a MySQL JSON column holding the JSON ``null`` literal, not SQL NULL;
 * :class:`InvalidTemporal` -- a zero or partly-zero date/time, as the text MySQL prints;
 * :class:`Geometry` -- a GEOMETRY value: SRID and WKB;
 * :class:`JsonOpaque` -- an opaque scalar inside a MySQL JSON document;
@@ -15,24 +16,34 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["ABSENT", "InvalidTemporal", "Geometry", "JsonOpaque", "InvalidText", "JsonDiffs"]
+__all__ = ["ABSENT", "JSON_NULL", "InvalidTemporal", "Geometry", "JsonOpaque", "InvalidText", "JsonDiffs"]
 
 
-class _Absent:
-    __slots__ = ()
+class _Marker:
+    """A falsy singleton that is not ``None``, kept by pickling (by its module-level name)."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str):
+        self._name = name
 
     def __repr__(self) -> str:
-        return "ABSENT"
+        return self._name
 
     def __bool__(self) -> bool:
         return False
 
     def __reduce__(self):
-        return "ABSENT"
+        return self._name
 
 
-ABSENT = _Absent()
+ABSENT = _Marker("ABSENT")
 """Marks a column that is not part of a row image (not the same as NULL)."""
+
+JSON_NULL = _Marker("JSON_NULL")
+"""The value of a MySQL JSON column whose document is the JSON ``null`` literal
+(``SELECT j IS NULL`` is 0, ``CAST(j AS CHAR)`` is ``null``); SQL NULL is ``None``.  Only a whole
+document is ``JSON_NULL``: a ``null`` inside an array or object is ``None`` there."""
 
 
 class InvalidTemporal(str):

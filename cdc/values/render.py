@@ -13,9 +13,14 @@ date / datetime     ISO 8601 string; TIMESTAMP (UTC) ends in ``Z``
 timedelta (TIME)    ``"[-]HH:MM:SS[.ffffff]"`` (hours may exceed 24)
 InvalidTemporal     its text, e.g. ``"0000-00-00"``
 Geometry            ``{"srid": n, "wkb": base64}``
-JSON documents      nested JSON
+MySQL JSON column   the document as nested JSON, exactly the text MySQL prints for it
+                    (``CAST(j AS CHAR)``: ``"2024-01-02 03:04:05.000000"``, ``1.50``,
+                    ``"base64:type15:AQI="``, ``1e300``); the JSON ``null`` literal
+                    (:data:`~cdc.values.kinds.JSON_NULL`) ``{"$json": null}``
 ==================  ===========================================================
-Columns absent from an image (binlog_row_image MINIMAL/NOBLOB) are left out.
+Columns absent from an image (binlog_row_image MINIMAL/NOBLOB) are left out.  A MySQL JSON
+column is only known by its column type (a top-level DATETIME scalar is a ``datetime`` like a
+DATETIME column's value): :func:`row_json` and the generated renderers take the columns.
 """
 
 from __future__ import annotations
@@ -34,10 +39,11 @@ from cdc.binlog.constants import ColumnType as T
 from cdc.cache import BoundedCache
 from cdc.values.charsets import BINARY_COLLATION, codec_of
 from cdc.values.jsonb.text import json_to_text, time_text
-from cdc.values.kinds import ABSENT, Geometry, InvalidTemporal, InvalidText
+from cdc.values.kinds import ABSENT, JSON_NULL, Geometry, InvalidTemporal, InvalidText
 from cdc.values.types import ColumnDef
 
 _str = json.encoder.encode_basestring
+_JSON = T.JSON
 
 
 def _datetime_text(v: _dt.datetime) -> str:
@@ -47,10 +53,37 @@ def _datetime_text(v: _dt.datetime) -> str:
     return v.isoformat()
 
 
-def to_json_text(v) -> str:
-    """One value as JSON text (see the module docstring for the mapping)."""
+JSON_NULL_IMAGE = '{"$json": null}'
+"""A MySQL JSON column holding the JSON ``null`` literal, in a JSON image (SQL NULL is ``null``)."""
+
+
+def document_json(v) -> str:
+    """A MySQL JSON column's value in a JSON image: the document as MySQL prints it
+    (:func:`~cdc.values.jsonb.json_to_text`), :data:`JSON_NULL_IMAGE` for the ``null``
+    literal, ``null`` for SQL NULL; a :class:`~cdc.values.kinds.JsonDiffs` is its
+    ``{"$json_diff": [...]}`` object, values as MySQL prints them."""
     if v is None:
         return "null"
+    if v is JSON_NULL:
+        return JSON_NULL_IMAGE
+    return json_to_text(v)
+
+
+def document_of_image(v):
+    """The inverse of :func:`document_json` on a parsed JSON image's value: ``{"$json": None}``
+    is :data:`~cdc.values.kinds.JSON_NULL`, anything else is itself."""
+    if type(v) is dict and len(v) == 1 and "$json" in v and v["$json"] is None:
+        return JSON_NULL
+    return v
+
+
+def to_json_text(v) -> str:
+    """One value as JSON text (see the module docstring for the mapping).  By its Python type
+    only: a MySQL JSON column's document needs :func:`document_json`."""
+    if v is None:
+        return "null"
+    if v is JSON_NULL:
+        return JSON_NULL_IMAGE
     t = type(v)
     if t is int:
         return str(v)
@@ -83,12 +116,21 @@ def to_json_text(v) -> str:
     return _str(str(v))
 
 
-def row_json(columns, values) -> str:
-    """One row image as a JSON object text: ``{"col": value, ...}``, absent columns left out."""
+def row_json(names, values, columns: list[ColumnDef] | None = None) -> str:
+    """One row image as a JSON object text: ``{"name": value, ...}``, absent columns left out.
+
+    *columns*: the values' columns; a MySQL JSON column's value is rendered by
+    :func:`document_json`, the others by :func:`to_json_text`.  Without them every value is
+    rendered by its Python type (:func:`to_json_text`): give them whenever the image may hold a
+    MySQL JSON column."""
     if values is None:
         return "null"
-    return "{" + ", ".join(_str(c) + ": " + to_json_text(v)
-                           for c, v in zip(columns, values) if v is not ABSENT) + "}"
+    if columns is None:
+        return "{" + ", ".join(_str(n) + ": " + to_json_text(v)
+                               for n, v in zip(names, values) if v is not ABSENT) + "}"
+    return "{" + ", ".join(
+        _str(n) + ": " + (document_json(v) if c.real_type == _JSON else to_json_text(v))
+        for n, v, c in zip(names, values, columns) if v is not ABSENT) + "}"
 
 
 # --- generated renderers: row_json for many full images of one table ---------------------------
@@ -127,9 +169,10 @@ for _t in (T.DATE, T.NEWDATE):
 for _t in (T.TIME, T.TIME2):
     _JSON_EXPR[_t] = "('\"' + TT(v) + '\"' if type(v) is TD else J(v))"
 del _t
-_GENERIC_EXPR = "J(v)"    # NULL, JSON documents, GEOMETRY, VECTOR, unknown codes
+_JSON_EXPR[T.JSON] = "DJ(v)"
+_GENERIC_EXPR = "J(v)"    # NULL, GEOMETRY, VECTOR, unknown codes
 
-_RENDER_ENV = {"J": to_json_text, "S": _str, "B64": binascii.b2a_base64, "DEC": Decimal,
+_RENDER_ENV = {"J": to_json_text, "DJ": document_json, "S": _str, "B64": binascii.b2a_base64, "DEC": Decimal,
                "STR": str, "DT": _dt.datetime, "DATE": _dt.date, "TD": _dt.timedelta,
                "UTC": _dt.timezone.utc, "TT": time_text, "IG": itemgetter, "INF": math.inf}
 _RENDERERS = BoundedCache(512)
@@ -158,7 +201,7 @@ def compile_json_renderer(columns: list[ColumnDef], names: list[str], indexes=No
     """A function ``render(rows) -> list[str]`` for full row images of one table: *rows* are
     value tuples holding every column of *columns* (none ABSENT).
 
-    Without *indexes*: each row's ``row_json(names, row)``. With *indexes* (e.g. a primary
+    Without *indexes*: each row's ``row_json(names, row, columns)``. With *indexes* (e.g. a primary
     key): each row's ``to_json_text({names[i]: row[i] for i in indexes})``.
 
     Generated once per layout (names, types, indexes) and cached, like the row readers of
@@ -193,7 +236,8 @@ def _build_json_renderer(columns, names, indexes):
 
 def compile_json_pair_renderer(columns: list[ColumnDef], names: list[str]):
     """A function ``render(pairs) -> (before texts, after texts)`` for the (before, after)
-    pairs of an update whose images both hold every column: ``row_json(names, image)`` of each.
+    pairs of an update whose images both hold every column: ``row_json(names, image, columns)``
+    of each.
 
     An after-image value that *is* its before-image value (the row readers hand an unchanged
     DECIMAL/DATETIME over as the same object) takes the text already made for it.
@@ -233,15 +277,15 @@ def _build_json_pair_renderer(columns, names):
 _INT_BITS = {T.TINY: 8, T.SHORT: 16, T.INT24: 24, T.LONG: 32, T.LONGLONG: 64}
 
 
-def _quoted(raw: bytes) -> bytes:
-    out = bytearray(b"'")
-    for b in raw:
-        if b < 0x20:
-            out += b"\\x%02x" % b
-        else:
-            out.append(b)
-    out.append(0x27)
-    return bytes(out)
+# How the tools print each byte of a string between its quotes: mariadb-binlog escapes the bytes
+# below 0x20 as \xNN; MySQL's mysqlbinlog also writes \b \t \n \f \r and escapes ' and \.
+_MARIADB_BYTES = tuple(b"\\x%02x" % b if b < 0x20 else bytes((b,)) for b in range(256))
+_MYSQL_BYTES = tuple({0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0C: b"\\f", 0x0D: b"\\r",
+                      0x27: b"\\'", 0x5C: b"\\\\"}.get(b, _MARIADB_BYTES[b]) for b in range(256))
+
+
+def _quoted(raw: bytes, mysql: bool = False) -> bytes:
+    return b"'" + b"".join(map((_MYSQL_BYTES if mysql else _MARIADB_BYTES).__getitem__, raw)) + b"'"
 
 
 def _encode_text(v: str, col: ColumnDef) -> bytes:
@@ -255,9 +299,9 @@ def _frac(us: int, fsp: int) -> str:
     return ("." + ("%06d" % us)[:fsp]) if fsp else ""
 
 
-def mysqlbinlog_value(v, col: ColumnDef) -> bytes:
-    """A value exactly as ``mariadb-binlog -v`` / ``mysqlbinlog -v`` prints it (bytes: the tools
-    print string bytes raw)."""
+def mysqlbinlog_value(v, col: ColumnDef, mysql: bool = False) -> bytes:
+    """A value exactly as ``mariadb-binlog -v`` prints it, or MySQL's ``mysqlbinlog -v`` with
+    *mysql* (bytes: the tools print string bytes raw; they escape some bytes differently)."""
     if v is None:
         return b"NULL"
     rt = col.real_type
@@ -314,23 +358,24 @@ def mysqlbinlog_value(v, col: ColumnDef) -> bytes:
         # mariadb-binlog prints the stored bytes (little-endian), each as 8 bits
         stored = mask.to_bytes(col.meta[1], "little")
         return b"b'" + "".join(format(b, "08b") for b in stored).encode() + b"'"
-    if rt == T.JSON:
-        return _quoted(json_to_text(v).encode("utf-8", "surrogateescape"))
+    if rt == T.JSON:   # the tools print a document that is one string-like scalar bare: 'str'
+        return _quoted(json_to_text(v, quoted=False).encode("utf-8", "surrogateescape"), mysql)
     if rt == T.GEOMETRY:
-        return _quoted(struct.pack("<I", v.srid) + v.wkb)
+        return _quoted(struct.pack("<I", v.srid) + v.wkb, mysql)
     if rt == T.VECTOR:
-        return _quoted(struct.pack("<%df" % len(v), *v))
+        return _quoted(struct.pack("<%df" % len(v), *v), mysql)
     if isinstance(v, bytes):
         if rt == T.STRING and col.collation == BINARY_COLLATION:
             v = v.rstrip(b"\0")  # the binlog stores BINARY(n) without its padding
-        return _quoted(v)
+        return _quoted(v, mysql)
     if isinstance(v, str):
-        return _quoted(_encode_text(v, col))
-    return _quoted(str(v).encode())
+        return _quoted(_encode_text(v, col), mysql)
+    return _quoted(str(v).encode(), mysql)
 
 
-def mysqlbinlog_rows(change_kind: str, table, rows) -> list[bytes]:
-    """The ``### ...`` lines mysqlbinlog -v prints for one rows event."""
+def mysqlbinlog_rows(change_kind: str, table, rows, mysql: bool = False) -> list[bytes]:
+    """The ``### ...`` lines ``mariadb-binlog -v`` (*mysql*: MySQL's ``mysqlbinlog -v``) prints
+    for one rows event."""
     q = ("`%s`.`%s`" % (table.schema, table.table)).encode()
     cols = table.columns
     out = []
@@ -339,7 +384,7 @@ def mysqlbinlog_rows(change_kind: str, table, rows) -> list[bytes]:
         for c, v in zip(cols, values):
             if v is ABSENT:
                 continue
-            out.append(b"###   @%d=%s" % (c.index + 1, mysqlbinlog_value(v, c)))
+            out.append(b"###   @%d=%s" % (c.index + 1, mysqlbinlog_value(v, c, mysql)))
 
     for row in rows:
         if change_kind == "insert":

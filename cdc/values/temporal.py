@@ -16,7 +16,7 @@ import struct
 from cdc.errors import ParseError, TruncatedEventError
 from cdc.values.kinds import InvalidTemporal
 
-__all__ = ["old_temporal_error", "fraction_bytes", "make_datetime", "date_factory", "datetime_factory",
+__all__ = ["OLD_TEMPORAL_ADVICE", "old_temporal_error", "fraction_bytes", "make_datetime", "date_factory", "datetime_factory",
            "datetime2_factory", "timestamp_factory", "timestamp2_factory", "time_factory",
            "time2_factory", "year_factory"]
 
@@ -86,13 +86,18 @@ _TIMESTAMP_FRAC_BYTES = (0, 1, 1, 2, 2, 3, 3)
 _TIME_ZERO_POINT_US = (838 * 3600 + 59 * 60 + 59 + 1) * 1000000
 
 
+OLD_TEMPORAL_ADVICE = ("decode it from a live server (ReplicaClient reads the precision from "
+                       "information_schema), or rebuild the table with "
+                       "mysql56_temporal_format=ON (ALTER TABLE ... FORCE)")
+"""What to do about a pre-5.6 temporal column whose precision a binlog alone does not give."""
+
+
 def old_temporal_error(type_name: str, detail: str) -> ParseError:
     """The error of a pre-5.6 temporal value that does not decode without its precision."""
     return ParseError(
         f"{type_name} value in the pre-5.6 binary format does not decode ({detail}): the column "
         f"probably has fractional seconds written with MariaDB's mysql56_temporal_format=OFF, "
-        f"whose precision the binlog does not carry; decode it from a live server (ReplicaClient "
-        f"reads the precision from information_schema) or set mysql56_temporal_format=ON")
+        f"whose precision the binlog does not carry; {OLD_TEMPORAL_ADVICE}")
 
 
 def _unpack_hires(packed_us: int):
@@ -115,6 +120,8 @@ def _datetime_hires_factory(fsp: int):
         v, h = divmod(v, 24)
         v, d = divmod(v, 32)
         y, mo = divmod(v, 13)
+        if y > 9999:
+            raise old_temporal_error(f"DATETIME({fsp})", f"year {y}")
         return make_datetime(y, mo, d, h, mi, s, us, fsp), end
     return dec
 
@@ -128,8 +135,9 @@ def datetime_factory(col):
         v = struct.unpack_from("<Q", buf, pos)[0]
         d, t = divmod(v, 1000000)
         y, mo, dd, h, mi, s = d // 10000, (d // 100) % 100, d % 100, t // 10000, (t // 100) % 100, t % 100
-        if y > 9999 and fsp is None:   # 14 digits at most: these bytes are another layout
-            raise old_temporal_error("DATETIME", f"{v} has more than 14 digits")
+        if fsp is None and (y > 9999 or mo > 12 or dd > 31 or h > 23 or mi > 59 or s > 59):
+            # YYYYMMDDhhmmss of a real value: these bytes are another layout
+            raise old_temporal_error("DATETIME", f"{v} is not YYYYMMDDhhmmss")
         return make_datetime(y, mo, dd, h, mi, s, 0, 0), pos + 8
     return dec
 
@@ -157,11 +165,17 @@ def timestamp_factory(col):
         size = 4 + nfrac
         unshift = 10 ** (6 - fsp)
 
+        top = 10 ** fsp
+
         def dec_hires(buf, pos):
             end = pos + size
             _need(buf, end)
             secs = int.from_bytes(buf[pos:pos + 4], "big")
-            us = int.from_bytes(buf[pos + 4:end], "big") * unshift
+            frac = int.from_bytes(buf[pos + 4:end], "big")
+            if frac >= top:
+                raise old_temporal_error(f"TIMESTAMP({fsp})", f"fraction {frac} of over {fsp} "
+                                                              f"digits")
+            us = frac * unshift
             if secs == 0 and us == 0:
                 return InvalidTemporal("0000-00-00 00:00:00" + _fmt_frac(0, fsp)), end
             return _EPOCH + _dt.timedelta(seconds=secs, microseconds=us), end
@@ -217,6 +231,8 @@ def time_factory(col):
             end = pos + size
             _need(buf, end)
             packed = (int.from_bytes(buf[pos:end], "big") - zero) * unshift
+            if not -_TIME_ZERO_POINT_US < packed < _TIME_ZERO_POINT_US:
+                raise old_temporal_error(f"TIME({fsp})", f"{packed} microseconds")
             negative = packed < 0
             us, s, mi, h = _unpack_hires(-packed if negative else packed)
             td = _dt.timedelta(hours=h, minutes=mi, seconds=s, microseconds=us)
@@ -227,6 +243,9 @@ def time_factory(col):
         v = int.from_bytes(buf[pos:pos + 3], "little", signed=True)
         negative = v < 0
         v = abs(v)
+        if fsp is None and (v > 8385959 or (v // 100) % 100 > 59 or v % 100 > 59):
+            # [-]hhhmmss of a real value (at most 838:59:59): these bytes are another layout
+            raise old_temporal_error("TIME", f"{v} is not hhhmmss")
         td = _dt.timedelta(hours=v // 10000, minutes=(v // 100) % 100, seconds=v % 100)
         return (-td if negative else td), pos + 3
     return dec

@@ -25,7 +25,8 @@ BLOB                   ``bytes``
 ENUM / SET             ``str`` (SET: comma-joined, definition order) when the table map carries
                        the value names (binlog_row_metadata=FULL; decoded in the ENUM/SET's
                        charset); else the index / bitmask int
-JSON (MySQL binary)    the decoded document (dict/list/str/int/float/Decimal/bool/None/...)
+JSON (MySQL binary)    the decoded document (dict/list/str/int/float/Decimal/bool/...); the
+                       ``null`` document: :data:`~cdc.values.kinds.JSON_NULL` (not ``None``)
 GEOMETRY               :class:`Geometry` (srid, wkb)
 VECTOR                 ``list[float]`` (float32 values)
 =====================  ==================================================================

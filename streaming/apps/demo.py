@@ -10,7 +10,7 @@ Steps (each one printed as it happens):
    database ``cdc_demo`` and to replicate (REPLICATION SLAVE, REPLICATION CLIENT);
 2. a Spark stream (``binlog-cdc`` -> :class:`streaming.delta.DeltaUpserter`, a micro-batch every
    half second at most) that upserts the changes into one Delta table per source table under
-   ``--out``; once it runs,
+   ``--out``, reading the ``--existing`` orders with a snapshot first; once that is read,
 3. an order-processing workload in a background thread: customers sign up, orders are placed,
    paid, shipped, cancelled and deleted, in many small transactions (``--rate`` a second), while
    each micro-batch is printed: its changes, the running total, its lag (from the binlog time of
@@ -40,6 +40,7 @@ from pathlib import Path
 
 from cdc.errors import ConfigurationError
 from cdc.positions import Position
+from streaming.foreach_batch import spark_safe
 from streaming.options import UPSERT_FIELDS
 
 MARKER = ".binlog-cdc-demo"     # --out holds this file: the demo may clear the directory
@@ -228,8 +229,9 @@ LIVE_TRIGGER = "500 milliseconds"
 
 
 def start_stream(spark, server: Server, start: Position | None, out: Path, upserter, *,
-                 batch_rows: int, available_now: bool):
-    """*start* None: a snapshot of the tables first, then the binlog."""
+                 batch_rows: int | None, available_now: bool):
+    """*start* None: a snapshot of the tables first, then the binlog. *batch_rows*: the
+    snapshot's chunks and the micro-batches' row limit (None: the source's defaults)."""
     r = server.replication
     begin = "snapshot" if start is None else json.dumps(Position(start.file,
                                                                   start.pos).to_offset())
@@ -238,10 +240,11 @@ def start_stream(spark, server: Server, start: Position | None, out: Path, upser
               .option("user", r["user"]).option("password", r["password"])
               .option("includeTables", f"{DB}.*")
               .option("includeSchemaChanges", "true")     # Delta follows the source's DDL
-              .option("fields", ",".join(TimedUpserter.COLUMNS))  # what foreachBatch reads
-              .option("startingPosition", begin)
-              .option("snapshotChunkRows", str(max(1000, batch_rows)))
-              .option("maxEventsPerTrigger", str(batch_rows)))
+              .option("fields", ",".join(TimedUpserter.FIELDS))  # what foreachBatch reads
+              .option("startingPosition", begin))
+    if batch_rows is not None:
+        reader = (reader.option("snapshotChunkRows", str(batch_rows))
+                  .option("maxEventsPerTrigger", str(batch_rows)))
     writer = (reader.load().writeStream.queryName("cdc_demo").foreachBatch(upserter)
               .option("checkpointLocation", str(out / "checkpoint")))
     writer = writer.trigger(availableNow=True) if available_now else \
@@ -254,14 +257,17 @@ class TimedUpserter:
     each batch: from the binlog time of its last change (``ts_ms``: whole seconds, so the real
     lag lies in a range 1 s wide) to the end of its Delta commit."""
 
-    COLUMNS = [*UPSERT_FIELDS, "ts_ms"]
+    #: the source's option ``fields``: what the upserter reads, and the change's binlog time
+    #: (``schema_change`` comes with option includeSchemaChanges)
+    FIELDS = [*UPSERT_FIELDS, "ts_ms"]
 
     def __init__(self, upserter):
         self.upserter = upserter
         self.lags: dict[int, tuple[float, float]] = {}     # batch id -> (low, high) seconds
 
+    @spark_safe
     def __call__(self, df, batch_id: int) -> None:
-        changes = df.select(*self.COLUMNS).toArrow()
+        changes = df.select(*self.upserter.columns_of(df), "ts_ms").toArrow()
         self.upserter.upsert_arrow(changes, batch_id)
         stamps = [t for t in changes.column("ts_ms").to_pylist() if t is not None]
         if stamps:
@@ -296,42 +302,54 @@ def snapshot_line(snap) -> str:
 
 
 class ProgressPrinter:
-    """Prints each micro-batch with changes, once, across the live query and the drain (one
-    running total): changes, total, lag, binlog bytes behind."""
+    """Prints each micro-batch once, across the live query and the drain (one running total):
+    changes, total, lag, binlog bytes behind -- or the snapshot's progress, and the batch that
+    ends it. *snapshot*: the stream starts with one (:attr:`in_snapshot` until it is read)."""
 
-    def __init__(self, timed: TimedUpserter):
+    def __init__(self, timed: TimedUpserter, snapshot: bool = False):
         from streaming.apps.runtime import Batches
         self.batches = Batches()
         self.timed = timed
         self.last_lag: dict = {}
         self.rows = 0                 # the running total, batch after batch
-        self.printed = 0              # batches with changes (a batch of DDL only has none)
+        self.printed = 0              # batches printed: every one that ran
+        self.in_snapshot = snapshot
+        self.snapshot_rows = 0
 
     def poll(self, query) -> None:
+        from streaming.apps.runtime import batch_offsets
         for p in self.batches.new(query):
             report = lag_of(p)          # none: a batch replayed from the checkpoint on restart
             self.last_lag = report or self.last_lag
-            if not p["numInputRows"]:
-                continue
-            self.rows += p["numInputRows"]
+            rows = p.get("numInputRows") or 0
+            self.rows += rows
             lag = self.timed.lags.get(p["batchId"])
             self.printed += 1
-            snap = self.last_lag.get("snapshot")
-            if not report and isinstance(snap, dict):
-                where = "snapshot: a batch replayed from the checkpoint (no progress reported)"
-            elif isinstance(snap, dict) or snap == "done":   # the snapshot's, not the binlog's
+            start, end = batch_offsets(p)
+            snap = report.get("snapshot")
+            reading = self.in_snapshot or start is not None and "snapshot" in start
+            if reading:
+                self.snapshot_rows += rows
+            if reading and end is not None and "snapshot" not in end:   # ends at the binlog
+                self.in_snapshot = False
+                where = f"snapshot done: {self.snapshot_rows:,} rows read, the binlog next"
+                self.snapshot_rows = 0
+            elif isinstance(snap, dict):
                 where = snapshot_line(snap)
+            elif reading or not report and isinstance(self.last_lag.get("snapshot"), dict):
+                where = "snapshot: a batch replayed from the checkpoint (no progress reported)"
             else:
                 where = f"{self.last_lag.get('behindBytes', '?')} binlog bytes behind"
-            say(f"batch {p['batchId']:>3}: {p['numInputRows']:>5} changes upserted "
+            say(f"batch {p['batchId']:>3}: {rows:>5} changes upserted "
                 f"(total {self.rows}), lag "
                 f"{'?' if lag is None else f'{lag[0]:.1f}-{lag[1]:.1f} s'}, {where}")
 
 
 def check(query) -> None:
-    """Raise the query's failure, if it failed."""
-    if query.exception() is not None:
-        raise query.exception()
+    """Raise the failure of a query that should be running, if it failed or ended."""
+    from streaming.apps.runtime import raise_if_failed
+    if not query.isActive:
+        raise_if_failed(query, stop_asked=False)
 
 
 def wait_until_running(query, timeout: float = 180.0) -> None:
@@ -376,15 +394,18 @@ def compare(server: Server, upserter) -> bool:
 # --- main -----------------------------------------------------------------------------------------
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    from cdc.cli.entry import add_entry_arguments
     ap = argparse.ArgumentParser(prog="python3 -m streaming.demo", description=__doc__.split(
         "\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--host", help="use this server instead of a private MariaDB")
-    ap.add_argument("--port", type=int, default=3306)
+    ap.add_argument("--port", type=int, default=3306, help="with --host: its port (default 3306)")
     ap.add_argument("--user", default="root", help="with --host: a user that can create the "
                     "database cdc_demo and replicate")
-    ap.add_argument("--password", default=os.environ.get("BINLOG_CDC_PASSWORD", ""))
-    ap.add_argument("--password-file")
+    ap.add_argument("--password", default=os.environ.get("BINLOG_CDC_PASSWORD", ""),
+                    help="with --host: the user's password (default $BINLOG_CDC_PASSWORD; prefer "
+                         "that or --password-file)")
+    ap.add_argument("--password-file", help="with --host: read the password from this file")
     ap.add_argument("--orders", type=int, default=2000, help="orders placed (default 2000)")
     ap.add_argument("--existing", type=int, default=20000,
                     help="orders already in the database before the stream starts: the stream "
@@ -392,15 +413,24 @@ def main(argv=None) -> int:
     ap.add_argument("--rate", type=float, default=150.0,
                     help="transactions a second the workload writes at most (default 150; "
                          "0: as fast as it can)")
-    ap.add_argument("--batch-rows", type=int, default=1000,
-                    help="maxEventsPerTrigger of the stream (default 1000)")
+    ap.add_argument("--batch-rows", type=int, default=None,
+                    help="rows per snapshot chunk and per micro-batch at most (the source's "
+                         "snapshotChunkRows and maxEventsPerTrigger; default: the source's "
+                         "defaults)")
     ap.add_argument("--out", default="binlog-cdc-demo",
                     help="Delta tables and the checkpoint go here (default ./binlog-cdc-demo)")
     ap.add_argument("--metrics-port", type=int, default=None,
                     help="also serve Prometheus metrics on this port")
     ap.add_argument("--traceback", action="store_true",
                     help="on a failure that is not a binlog-cdc error, show the whole traceback")
-    args = ap.parse_args(argv)
+    add_entry_arguments(ap, "binlog-cdc demo")
+    return ap
+
+
+def main(argv=None) -> int:
+    from cdc.cli.entry import configure_logging
+    args = build_parser().parse_args(argv)
+    configure_logging(args)
 
     out = Path(args.out).resolve()
     if out.exists():
@@ -471,11 +501,15 @@ class Demo:
         wait_until_running(self.query)
         say(f"stream running (a micro-batch every {LIVE_TRIGGER} at most); lag: from the binlog "
             f"time of a batch's last change (whole seconds) to its Delta commit")
+        printer = ProgressPrinter(timed, snapshot=start is None)
+        while printer.in_snapshot:        # the workload's changes come after it, live
+            check(self.query)
+            printer.poll(self.query)
+            time.sleep(0.25)
 
         work = Workload(server, args.orders, rate=args.rate)
         work.start()
         say(f"workload running: {args.orders} orders placed, paid, shipped, cancelled ...")
-        printer = ProgressPrinter(timed)
         while work.is_alive():
             check(self.query)
             printer.poll(self.query)
@@ -484,9 +518,9 @@ class Demo:
             raise work.error
         say(f"workload done: {work.transactions} transactions, {work.changes} row changes")
         printer.poll(self.query)
-        from streaming.apps.runtime import stop_between_batches
+        from streaming.apps.runtime import raise_if_failed, stop_between_batches
         stop_between_batches(self.query)
-        check(self.query)
+        raise_if_failed(self.query, stop_asked=True)
         printer.poll(self.query)
         say("stream stopped; restarting it from its checkpoint with availableNow to drain "
             "(the lag of what is left includes the restart) ...")
@@ -494,7 +528,7 @@ class Demo:
                                   batch_rows=args.batch_rows, available_now=True)
         while not self.query.awaitTermination(0.25):
             printer.poll(self.query)
-        check(self.query)
+        raise_if_failed(self.query, stop_asked=True)      # availableNow ends by itself
         printer.poll(self.query)
         say(f"caught up: {printer.rows} changes in {printer.printed} batches, "
             f"{printer.last_lag.get('behindBytes')} binlog bytes behind; Delta tables under "

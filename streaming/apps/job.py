@@ -1,8 +1,10 @@
 """Run a CDC pipeline from a config file: the binlog-cdc stream upserted into Delta tables.
 
-    python3 -m streaming.job conf/job.example.toml [--available-now]
+    python3 -m streaming.job --example > job.toml     # then edit it
+    python3 -m streaming.job job.toml [--available-now]
+    python3 -m streaming.job --check job.toml         # binlog-cdc check of the source
 
-The TOML file (see ``conf/job.example.toml``) has the sections
+The TOML file (the example: ``job.example.toml`` next to this module) has the sections
 
 * ``[source]``: the options of ``spark.readStream.format("binlog-cdc")`` as they are written
   there (``host``, ``port``, ``user``, ``includeTables``, ``startingPosition``, ...);
@@ -24,7 +26,9 @@ stops the stream after its running micro-batch and prints the committed offset t
 resumes from (exit status 0; a second signal exits at once). A failure of the stream is one line
 on stderr: a binlog-cdc error (wrong password, unreachable server, purged binlog, a table
 without primary key, ...) with exit status 2, anything else with 1 (``--traceback`` for all of
-it).
+it). A stream that ends without an error, other than by a signal or at availableNow's end (it
+was stopped from elsewhere, or Spark's query thread died of an error Spark did not catch), is a
+failure too (exit status 1).
 """
 
 from __future__ import annotations
@@ -48,6 +52,26 @@ PASSWORD_KEYS = ("password_env", "password_file")      # read by the job, not Sp
 TABLE_LISTS = ("includeTables", "excludeTables")        # a TOML list or "db.a,db.b"
 BATCH_ONLY = ("path", "paths")                          # options of spark.read, not of a stream
 _UNITS = r"(?:week|day|hour|minute|second|millisecond|microsecond)s?"
+#: the example config, shipped in the package, and how a user gets it
+EXAMPLE = Path(__file__).with_name("job.example.toml")
+EXAMPLE_COMMAND = "python3 -m streaming.job --example > job.toml"
+#: --help: what the job does, in plain words
+DESCRIPTION = f"""\
+Run a CDC pipeline from a TOML config: the binlog-cdc stream of a MySQL or MariaDB
+server upserted into Delta tables. Start from the example config:
+
+    {EXAMPLE_COMMAND}
+
+The config's sections: [source] the options of the binlog-cdc source (README: Options;
+password_env or password_file instead of a password), [delta] path and app_id,
+[stream] checkpoint, trigger ("10 seconds" or "availableNow") and query_name, [metrics]
+port (Prometheus), [spark] master and spark.* settings. The whole file is checked before
+Spark starts.
+
+One line is printed per micro-batch. Ctrl-C or SIGTERM stops after the running micro-batch
+and prints the offset the next run resumes from (a second signal exits at once).
+Exit status: 0 on success, 2 for a binlog-cdc error (a mistake in the config, a server
+that refuses the user, a purged binlog, ...), 1 for any other failure."""
 #: the interval texts Spark's processingTime trigger takes ("10 seconds", "1 minute 30 seconds")
 TRIGGER_INTERVAL = re.compile(rf"(?:interval\s+)?(?:\d+(?:\.\d+)?\s+{_UNITS}\s*)+",
                               re.IGNORECASE)
@@ -92,8 +116,8 @@ def load_config(path: str | os.PathLike) -> JobConfig:
         with open(path, "rb") as f:
             raw = tomllib.load(f)
     except FileNotFoundError:
-        raise ConfigurationError(f"job config {where} does not exist (start from "
-                                 f"conf/job.example.toml)") from None
+        raise ConfigurationError(f"job config {where} does not exist (start from the example: "
+                                 f"{EXAMPLE_COMMAND})") from None
     except OSError as e:
         raise ConfigurationError(f"job config {where} cannot be read: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
@@ -249,6 +273,18 @@ def _option_text(v) -> str:
     return str(v)
 
 
+def checks(cfg: JobConfig) -> list:
+    """The findings of ``binlog-cdc check`` (:mod:`cdc.check`) for the job's source: its
+    tables and snapshot, into Delta tables that are upserted (a table without primary key, row
+    images that are not FULL: FAIL). The start position is the source's to check (its errors
+    name the Spark remedies)."""
+    from cdc.check import run_checks
+    opts = cfg.source_options()
+    f = opts.table_filter()
+    return run_checks(opts.replica_config(), include=f.include if f else (),
+                      exclude=f.exclude if f else (), snapshot=opts.snapshot, upsert=True)
+
+
 def start(spark, cfg: JobConfig, upserter=None):
     """Start the streaming query of *cfg* (foreachBatch into a DeltaUpserter); returns it."""
     from streaming.delta import DeltaUpserter
@@ -298,15 +334,20 @@ def progress_line(p: dict) -> str:
 def run(cfg: JobConfig, spark=None, out=None, stop=None) -> int:
     """Run the job until it ends (``availableNow``: the binlog drained), *stop* is set (a
     :class:`~streaming.apps.runtime.StopSignals` or a :class:`threading.Event`) or the query
-    fails (its exception is raised). Prints one line per real micro-batch and, at the end, the
-    committed offset the next run resumes from. Returns 0.
+    fails (its exception is raised; a query that ended otherwise without one raises
+    :class:`~streaming.apps.runtime.QueryEndedError`). Prints one line per real micro-batch
+    and, at the end, the committed offset the next run resumes from. Returns 0.
 
     Without *spark* the job starts its own session (``[spark]`` settings) and stops it at the
     end; the metrics listener and its HTTP server are removed in any case. *out* defaults to
     ``sys.stdout`` (at call time)."""
-    from streaming.apps.runtime import Batches, stop_between_batches
+    from streaming.apps.runtime import Batches, raise_if_failed, stop_between_batches
+    from cdc.check import WARN, require
     out = out if out is not None else sys.stdout
     started = time.monotonic()
+    for finding in require(checks(cfg)):       # before the session starts, and the snapshot
+        if finding.status == WARN:
+            print(f"warning: {finding.check}: {finding.message}", file=out, flush=True)
     owned = False
     if spark is None:
         spark, owned = _session(cfg)
@@ -335,8 +376,8 @@ def run(cfg: JobConfig, spark=None, out=None, stop=None) -> int:
             stop_between_batches(query)
             for p in batches.new(query):
                 print(progress_line(p), file=out, flush=True)
-        if query.exception() is not None:
-            raise query.exception()
+        # a success ends with a stop of ours (a signal) or availableNow's end
+        raise_if_failed(query, stop_asked=not done or cfg.available_now)
         print(_stopped_line(cfg, batches, time.monotonic() - started), file=out, flush=True)
         return 0
     finally:      # a failing clean-up must not hide the error being raised, if any
@@ -408,23 +449,48 @@ def _session(cfg: JobConfig):
         os.environ["PYSPARK_PYTHON"] = worker_python() if master.startswith("local") \
             else sys.executable
     b = SparkSession.builder.appName(cfg.query_name or "binlog-cdc-job").master(master)
-    for k, v in session_settings(cfg).items():
+    settings = session_settings(cfg)
+    if master.startswith("local") and "spark.driver.extraJavaOptions" not in settings:
+        from streaming.local_spark import quiet_start
+        settings.update(quiet_start())
+    for k, v in settings.items():
         b = b.config(k, v)
     spark = b.getOrCreate()
     quiet_query_errors(spark)
     return spark, True
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m streaming.job", description=__doc__.split(
-        "\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("config", help="the job's TOML file (see conf/job.example.toml)")
+def build_parser() -> argparse.ArgumentParser:
+    from cdc.cli.entry import add_entry_arguments
+    ap = argparse.ArgumentParser(prog="python3 -m streaming.job", description=DESCRIPTION,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("config", nargs="?", help="the job's TOML file")
+    ap.add_argument("--example", action="store_true",
+                    help="print the example config (commented) and exit")
     ap.add_argument("--available-now", action="store_true",
                     help="drain what the binlog holds now, then stop (overrides [stream] trigger)")
     ap.add_argument("--traceback", action="store_true",
                     help="on a failure that is not a binlog-cdc error, show the whole traceback")
+    ap.add_argument("--check", action="store_true",
+                    help="check the source and the config (binlog-cdc check: one line per "
+                         "check), then exit: 2 when a check FAILs, else 0")
+    add_entry_arguments(ap, "binlog-cdc job")
+    return ap
+
+
+def main(argv=None) -> int:
+    from cdc.cli.entry import configure_logging
+    ap = build_parser()
     args = ap.parse_args(argv)
+    if args.example:
+        sys.stdout.write(EXAMPLE.read_text())
+        return 0
+    if args.config is None:
+        ap.error(f"give the job's config file (start from the example: {EXAMPLE_COMMAND})")
+    configure_logging(args)
     from streaming.apps.runtime import StopSignals, cdc_error, report_failure
+    if args.check:
+        return _check_only(args.config)
     with StopSignals("binlog-cdc job") as stop:
         try:
             cfg = load_config(args.config)
@@ -438,6 +504,18 @@ def main(argv=None) -> int:
             if args.traceback and cdc_error(e) is None:
                 raise
             return report_failure(e, "binlog-cdc job", "the stream failed")
+
+
+def _check_only(path: str) -> int:
+    from cdc.check import exit_status, render
+    try:
+        findings = checks(load_config(path))
+    except CdcError as e:
+        print(f"binlog-cdc job: error: {e}", file=sys.stderr)
+        return 2
+    for line in render(findings):
+        print(line, flush=True)
+    return exit_status(findings)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
 * :func:`offset_text` and :func:`committed_offset`: where a stopped stream resumes;
 * :class:`StopSignals`: SIGINT and SIGTERM ask for a graceful stop instead of killing the
   process mid-batch (a second one exits at once); :func:`stop_between_batches` does it;
+* :func:`raise_if_failed`: a query that has ended is a success only when it stopped as Spark
+  stops a query and it was asked to (its exception, or a :class:`QueryEndedError`, else);
 * :func:`quiet_query_errors`: Spark's own log of a failed query (the same error as a Java
   stack trace) switched off, for a session the application started and reports errors of.
 """
@@ -22,13 +24,15 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
 import cdc.errors
+from cdc.checkpoint import committed_offset
 from cdc.errors import CdcError
 
-__all__ = ["cdc_error", "failure_summary", "report_failure", "Batches", "is_real_batch", "offset_text",
-           "committed_offset", "StopSignals", "stop_between_batches", "quiet_query_errors"]
+__all__ = ["cdc_error", "failure_summary", "report_failure", "Batches", "batch_offsets",
+           "is_real_batch", "offset_text",
+           "committed_offset", "StopSignals", "stop_between_batches", "QueryEndedError",
+           "raise_if_failed", "quiet_query_errors"]
 
 #: how a binlog-cdc error ends a Python traceback that Spark quotes in its own message
 _CDC_LINE = re.compile(r"\bcdc\.errors\.([A-Za-z_]\w*): (.*)")
@@ -116,6 +120,16 @@ def _offset(value) -> dict | None:
     return d if isinstance(d, dict) else None
 
 
+def batch_offsets(progress: dict) -> tuple[dict | None, dict | None]:
+    """(start, end) offsets of the binlog-cdc source in a progress event (None: not there;
+    the start of a query's first batch is None)."""
+    for s in progress.get("sources") or []:
+        start, end = _offset(s.get("startOffset")), _offset(s.get("endOffset"))
+        if end is not None and "file" in end:
+            return start, end
+    return None, None
+
+
 def is_real_batch(progress: dict) -> bool:
     """True for a micro-batch that ran: it read rows, or it moved a source's offset (a batch of
     filtered-out transactions, the first batch). An idle progress event (no new data: Spark
@@ -164,25 +178,6 @@ def offset_text(offset: dict | None) -> str:
         text = f"{offset['file']}:{offset['pos']}"
         return f"{text} (GTID {offset['gtid']})" if offset.get("gtid") else text
     return json.dumps(offset)
-
-
-def committed_offset(checkpoint: str) -> dict | None:
-    """The source offset of the last batch committed in a local *checkpoint* directory (the
-    ``offsets/<n>`` entry of the highest ``commits/<n>``), None when there is none or the
-    checkpoint is not a local directory."""
-    root = Path(checkpoint[len("file:"):] if checkpoint.startswith("file:") else checkpoint)
-    try:
-        ids = [int(p.name) for p in (root / "commits").iterdir() if p.name.isdigit()]
-        if not ids:
-            return None
-        lines = (root / "offsets" / str(max(ids))).read_text().splitlines()
-    except (OSError, ValueError):
-        return None
-    for line in reversed(lines):
-        d = _offset(line.strip())
-        if d is not None and "file" in d:
-            return d
-    return None
 
 
 # --- stopping ----------------------------------------------------------------------------------
@@ -253,6 +248,35 @@ def stop_between_batches(query, wait: float = 30.0) -> None:
             and time.monotonic() < deadline:
         time.sleep(0.05)
     query.stop()
+
+
+#: the status message of a query whose thread ended through Spark's own ending: stopped (by
+#: ``stop()``, or an availableNow trigger that drained its sources). A failed query's is
+#: "Terminated with exception: ..."; a thread killed by an error Spark did not catch keeps the
+#: message of what it was doing ("Processing new data", ...).
+STOPPED = "Stopped"
+
+
+class QueryEndedError(Exception):
+    """A streaming query ended without an exception, yet not as it should have."""
+
+
+def raise_if_failed(query, stop_asked: bool) -> None:
+    """Raise the failure of *query*, which has ended: its exception; else a
+    :class:`QueryEndedError` when its thread did not end through Spark's stop (an error Spark
+    did not catch ended it: Spark's log on stderr has it) or when it was not asked to end
+    (*stop_asked*: this program stopped it, or its trigger was availableNow)."""
+    exc = query.exception()
+    if exc is not None:
+        raise exc
+    message = (query.status or {}).get("message")
+    if message != STOPPED:
+        raise QueryEndedError(f"the stream's query ended without an error Spark reported, in the "
+                              f"middle of its work (status {message!r}); the error is in "
+                              f"Spark's log on stderr")
+    if not stop_asked:
+        raise QueryEndedError("the stream's query was stopped, but not by this program (no "
+                              "error reported)")
 
 
 def quiet_query_errors(spark) -> None:

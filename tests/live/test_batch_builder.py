@@ -16,6 +16,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 
+from cdc.values.kinds import JSON_NULL  # noqa: E402
 from cdc.values.types import ABSENT, ColumnDef, Geometry, InvalidTemporal  # noqa: E402
 from cdc.binlog.constants import ColumnType as T  # noqa: E402
 from cdc.errors import SchemaError  # noqa: E402
@@ -145,11 +146,12 @@ def _reference(transactions, typed_columns=None) -> dict[str, list]:
         typed_names = [c.name for c in typed_columns]
         converters = [spark_column(c).convert for c in typed_columns]
 
-    def image(columns, values):
+    def image(change, values):
         if values is None:
             return None
+        columns = change.columns
         if typed_columns is None:
-            return row_json(columns, values)
+            return row_json(columns, values, change.table_map.columns)
         where = {n: i for i, n in enumerate(columns)}
         vals = [None if where.get(n) is None or values[where[n]] is ABSENT else values[where[n]]
                 for n in typed_names]
@@ -160,8 +162,8 @@ def _reference(transactions, typed_columns=None) -> dict[str, list]:
         for ch in tx.changes():
             k = ch.key()
             for name, value in (("op", ch.op), ("db", ch.schema), ("table", ch.table),
-                                ("before", image(ch.columns, ch.before)),
-                                ("after", image(ch.columns, ch.after)),
+                                ("before", image(ch, ch.before)),
+                                ("after", image(ch, ch.after)),
                                 ("key", None if k is None else to_json_text(k)), ("ts_ms", ts),
                                 ("server_id", tx.server_id), ("file", tx.file), ("pos", tx.pos),
                                 ("gtid", tx.gtid), ("row", ch.index), ("xid", tx.xid),
@@ -386,7 +388,8 @@ _POOL = {
     T.TIME2: [dt.timedelta(hours=-838, microseconds=5), dt.timedelta(0), None],
     T.DOUBLE: [1.5, float("inf"), float("-inf"), float("nan"), -0.0, 1e300, 5e-324, None, 3],
     T.BLOB: [b"", b"abc\x00", "text", None],
-    T.JSON: [{"a": [1, 2.5, None]}, None, "s", []],
+    T.JSON: [{"a": [1, 2.5, None]}, None, "s", [], JSON_NULL, dt.datetime(2024, 1, 2),
+             [dt.date(2024, 1, 2), dt.timedelta(seconds=-1), Decimal("1.50"), 1e300]],
     T.GEOMETRY: [Geometry(4326, b"\x01"), None],
     T.BIT: [0, 1023, None],
     T.ENUM: ["a", "", 1, None],
@@ -405,12 +408,12 @@ def test_generated_renderers_match_row_json_on_odd_values():
     rnd = random.Random(7)
     pool = {t: [v for v in vals if v is not ABSENT] for t, vals in _POOL.items()}
     rows = [tuple(rnd.choice(pool[t]) for t in types) for _ in range(3000)]
-    assert compile_json_renderer(cols, names)(rows) == [row_json(names, r) for r in rows]
+    assert compile_json_renderer(cols, names)(rows) == [row_json(names, r, cols) for r in rows]
     pairs = [(r, tuple(v if rnd.random() < 0.5 else rnd.choice(pool[t])
                        for v, t in zip(r, types))) for r in rows]
     before, after = compile_json_pair_renderer(cols, names)(pairs)
-    assert before == [row_json(names, b) for b, _ in pairs]
-    assert after == [row_json(names, a) for _, a in pairs]
+    assert before == [row_json(names, b, cols) for b, _ in pairs]
+    assert after == [row_json(names, a, cols) for _, a in pairs]
     for pk in ([0], [3, 0], [12, 2, 1]):
         keys = compile_json_renderer(cols, names, pk)(rows)
         assert keys == [to_json_text({names[i]: r[i] for i in pk}) for r in rows]

@@ -54,3 +54,42 @@ def test_live_server_end_matches_show_master_status(mariadb, db):
         assert f2 == file and p2 > pos
     finally:
         status.close()
+
+
+@pytest.mark.server
+def test_every_file_decoder_gives_text_columns_without_charsets_the_default(
+        mariadb_nolog, tmp_path):
+    """binlog_row_metadata=NO_LOG: the TABLE_MAP carries no charsets.  The parser on its own
+    (BinlogParser, iter_events), read_events and the CLI all decode such text as utf8mb4 (the
+    one default), and charset=... / None choose another or none."""
+    from cdc.binlog.parser import BinlogParser
+
+    s = mariadb_nolog
+    start_file, _ = s.current_position()
+    s.execute("CREATE DATABASE IF NOT EXISTS nocs")
+    s.execute("CREATE TABLE nocs.t (id INT PRIMARY KEY, v VARCHAR(20) CHARACTER SET utf8mb4, "
+              "tx TEXT CHARACTER SET utf8mb4)")
+    s.execute("INSERT INTO nocs.t VALUES (1, 'é✓', 'ü')")
+    files = s.snapshot_binlogs(tmp_path / "files", since_file=start_file)
+    want = [(1, "é✓", "ü")]
+
+    def rows(events):
+        return [c.after for tx in assemble(events) for c in tx.changes()
+                if (c.schema, c.table) == ("nocs", "t")]
+
+    data = b"".join(f.read_bytes() for f in files[:1])
+    assert rows(read_events(files)) == want
+    assert rows(iter_events(data)) == want
+
+    def parsed(**kw):
+        p = BinlogParser(**kw)
+        p.feed(data)
+        out = list(p.events())
+        p.close()
+        return rows(out)
+
+    assert parsed() == want
+    assert parsed(charset="latin1") == rows(read_events(files, charset="latin1")) != want
+    assert parsed(charset=None) == [(1, "é✓".encode(), "ü".encode())]
+    assert rows(read_events(files, charset="binary")) == parsed(charset="binary") == \
+        [(1, "é✓".encode(), "ü".encode())]

@@ -47,7 +47,7 @@ def test_bounded_reads_equal_the_streams_rows(spark, mariadb, db):
         for k in range(10, 15):
             _tx(cur, range(k * 100, k * 100 + 100), "b")
         marks["mid"] = mariadb.current_position()
-        marks["gtid"] = mariadb.execute("SELECT @@GLOBAL.gtid_binlog_pos")[0][0]
+        marks["gtid"] = mariadb.gtid_executed()
         cur.execute("UPDATE t SET note = 'u' WHERE id < 300")
         cur.execute("DELETE FROM t WHERE id >= 1400")
         marks["end"] = mariadb.current_position()

@@ -346,7 +346,7 @@ def test_column_change_the_delta_table_cannot_take(mariadb, db, tmp_path):
 
 
 def test_job_config_runs_the_pipeline(spark, mariadb, db, tmp_path, monkeypatch):
-    """python3 -m streaming.job with a config like conf/job.example.toml: Delta equals source."""
+    """python3 -m streaming.job with a config like the example (--example): Delta equals source."""
     import io
     from streaming.apps.job import load_config, run
     create_tables(mariadb, db)

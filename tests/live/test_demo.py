@@ -14,11 +14,13 @@ pytestmark = [pytest.mark.server, pytest.mark.spark]
 
 
 BATCH = re.compile(r"^\[demo (\d\d):(\d\d):(\d\d)\] batch +(\d+): +(\d+) changes upserted "
-                   r"\(total (\d+)\), lag ([\d.]+)-([\d.]+) s, (?:(\d+) binlog bytes behind|"
+                   r"\(total (\d+)\), lag (?:([\d.]+)-([\d.]+) s|\?), (?:(\d+) binlog bytes behind|"
                    r"snapshot of \S+: tables \d+/\d+, chunks \d+/\d+, rows [\d,]+/~[\d,]+, .*, ETA .*|"
-                   r"snapshot done(?: \(tables \d+/\d+, chunks \d+/\d+, rows [\d,]+/~[\d,]+\))?, "
-                   r"the binlog next|snapshot: a batch replayed from the checkpoint "
-                   r"\(no progress reported\))$")
+                   r"snapshot done: ([\d,]+) rows read, the binlog next|"
+                   r"snapshot: a batch replayed from the checkpoint \(no progress reported\))$")
+#: Spark's log lines (its default layout) and its start-up notices
+SPARK_LOG = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|ERROR) ", re.M)
+START_NOTICES = ("Using Spark's default log4j profile", "Setting default log level")
 STAMP = re.compile(r"^\[demo (\d\d):(\d\d):(\d\d)\] ")
 
 
@@ -43,6 +45,11 @@ def test_demo_streams_the_workload_into_equal_delta_tables(tmp_path, mariadb):
     # nothing but Spark's start-up warnings on stderr (no traceback of a stopped query, no
     # py4j errors of a metrics listener left registered)
     assert "Traceback" not in run.stderr and " ERROR " not in run.stderr, run.stderr[-3000:]
+    # a local session starts quietly: no Spark warnings or notices
+    assert not SPARK_LOG.search(run.stderr), run.stderr[-3000:]
+    assert not any(n in run.stderr for n in START_NOTICES), run.stderr[-3000:]
+    if _pandas_major() < 3:      # PySpark warns of pandas 3 (pyproject.toml keeps it below)
+        assert "FutureWarning" not in run.stderr, run.stderr[-3000:]
     lines = run.stdout.splitlines()
     assert re.search(r"Prometheus metrics on http://127\.0\.0\.1:[1-9]\d*/metrics$", run.stdout,
                      re.M)
@@ -71,23 +78,55 @@ def test_demo_streams_the_workload_into_equal_delta_tables(tmp_path, mariadb):
     for _, m in batches:
         total += int(m[5])
         assert int(m[6]) == total, lines
-    # every change once, every order of the snapshot once; rows the workload wrote while the
-    # snapshot ran (30 customers, up to 300 orders) may also be read by it, as the documented
-    # snapshot guarantee says (the Delta tables are equal all the same)
-    assert changes + EXISTING <= total <= changes + EXISTING + 30 + 300 and changes > 900
-    assert [int(m[4]) for _, m in batches] == sorted({int(m[4]) for _, m in batches})
+    # every change once, every order of the snapshot once (the workload starts once the
+    # snapshot is read)
+    assert total == changes + EXISTING and changes > 900
+    # every batch printed, once: consecutive ids, as many as the summary counts
+    ids = [int(m[4]) for _, m in batches]
+    assert ids == list(range(ids[0], ids[0] + len(ids))), ids
     assert re.search(rf"caught up: {total} changes in {len(batches)} batches", "\n".join(lines))
+    # the snapshot's batches come first, the last one says it is done with every order read
+    # (customers: none yet), and the workload starts after it
+    done_at = [i for i, m in batches if m[10]]
+    assert len(done_at) == 1 and int(BATCH.match(lines[done_at[0]])[10].replace(",", "")) == \
+        EXISTING, lines
+    assert done_at[0] < started
+    assert all("snapshot" not in l for i, l in enumerate(lines) if BATCH.match(l)
+               and i > done_at[0]), lines
     # an honest lag: from the binlog time of a batch's last change (whole seconds, hence the
     # range 1 s wide) to the batch's commit; never more than the time since the workload began
     # (the demo's own start-up is not in it)
     t0 = _seconds(STAMP.match(lines[started]))
     for i, m in batches:
-        if i < started:
+        if i < started or m[7] is None:
             continue                     # snapshot batches: read before the workload began
         low, high = float(m[7]), float(m[8])
         assert 0 <= low <= high and high - low <= 1.0 + 1e-9
         assert low <= _seconds(m) - t0 + 1, (m[0], lines[started])
     assert took < 240, took      # about 30 s on an idle 2-core machine
+
+
+def _pandas_major() -> int:
+    import pandas
+    return int(pandas.__version__.split(".")[0])
+
+
+def test_demo_fresh_mode_follows_the_tables_it_creates(tmp_path, mariadb):
+    """``--existing 0``: the stream starts before the demo's CREATE TABLEs, so its first batches
+    carry them as schema changes, which the upserter must get (and apply) with the rows."""
+    out = tmp_path / "demo"
+    run = subprocess.run([sys.executable, "-m", "streaming.demo", "--existing", "0", "--orders",
+                          "60", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "Traceback" not in run.stderr and " ERROR " not in run.stderr, run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    assert any("the stream starts at " in l for l in lines), lines
+    counts = {t[0]: (int(t[1]), int(t[2]), t[3]) for t in
+              (l.split("]", 1)[1].split() for l in lines if " cdc_demo." in l) if len(t) == 4}
+    assert counts["cdc_demo.customers"] == (10, 10, "yes"), lines
+    src, delta, equal = counts["cdc_demo.orders"]
+    assert 0 < src == delta <= 60 and equal == "yes", lines
+    assert any("every Delta table equals its source table" in l for l in lines)
 
 
 def test_demo_refuses_a_directory_it_did_not_make(tmp_path):

@@ -164,7 +164,7 @@ def test_binlog_snapshot_copies_closed_files(mariadb, db, binlog_snapshot):
     assert again[0].parent != copies[0].parent and len(again) == len(copies) + 1
 
 
-def test_restart_keeps_binlogs_kill_recovers_and_stop_is_idempotent(tmp_path,
+def test_restart_keeps_binlogs_kill_recovers_and_stop_is_idempotent(server, tmp_path,
                                                                     mariadb_factory):
     server = mariadb_factory(basedir=tmp_path / "m", server_id=7,
                              extra_options={"max-connections": 33, "binlog_checksum": "NONE"})
@@ -203,7 +203,7 @@ def test_restart_keeps_binlogs_kill_recovers_and_stop_is_idempotent(tmp_path,
 
 @pytest.mark.servers("mariadb-10.11")
 def test_missing_mariadbd_is_a_configuration_error(monkeypatch, tmp_path):
-    monkeypatch.setattr(embedded, "find_executable", lambda *a, **k: None)
+    monkeypatch.setattr(embedded.mariadb, "find_executable", lambda *a, **k: None)
     server = EmbeddedMariaDB(tmp_path)
     with pytest.raises(ConfigurationError, match="apt-get install mariadb-server"):
         server.start()

@@ -175,3 +175,44 @@ def test_grafana_dashboard():
     series = {p["title"]: p for p in d["panels"] if p["type"] == "timeseries"}
     assert series["Lag (seconds behind the server)"]["fieldConfig"]["defaults"]["unit"] == "s"
     assert series["Bytes behind"]["fieldConfig"]["defaults"]["unit"] == "bytes"
+
+
+def _exported_metric_names() -> set[str]:
+    """The names a BinlogCdcMetricsListener exposes (a counter's with ``_total``)."""
+    pytest.importorskip("prometheus_client")
+    pytest.importorskip("pyspark")
+    from streaming.metrics import BinlogCdcMetricsListener
+    listener = BinlogCdcMetricsListener()
+    names = set()
+    for family in listener.registry.collect():
+        names.add(family.name + ("_total" if family.type == "counter" else ""))
+    return names
+
+
+def test_grafana_dashboard_reads_exported_metrics_and_shows_the_snapshot_and_the_job():
+    import re
+    d = json.loads((ROOT / "conf" / "grafana-dashboard.json").read_text())
+    exported = _exported_metric_names()
+    exprs = [t["expr"] for p in d["panels"] for t in p["targets"]]
+    used = {n for e in exprs for n in re.findall(r"\bbinlog_cdc_\w+", e)}
+    assert used and used <= exported, used - exported
+    by_title = {p["title"]: p for p in d["panels"]}
+    # the snapshot's progress: rows read of all, its speed and ETA, tables left
+    snapshot = [p for t, p in by_title.items() if t.lower().startswith("snapshot")]
+    snapshot_exprs = " ".join(t["expr"] for p in snapshot for t in p["targets"])
+    for name in ("binlog_cdc_snapshot_rows", "binlog_cdc_snapshot_eta_seconds",
+                 "binlog_cdc_snapshot_rows_per_second", "binlog_cdc_snapshot_tables_left"):
+        assert name in snapshot_exprs, name
+    assert 'state="done"' in snapshot_exprs and 'state="total"' in snapshot_exprs
+    # the job: how long since its last micro-batch (a stalled job's lag gauges stand still)
+    assert any("time() - " in e and "binlog_cdc_last_progress_timestamp_seconds" in e
+               for e in exprs)
+    # panels do not overlap on the 24-column grid
+    cells = set()
+    for p in d["panels"]:
+        g = p["gridPos"]
+        assert g["x"] + g["w"] <= 24
+        mine = {(x, y) for x in range(g["x"], g["x"] + g["w"])
+                for y in range(g["y"], g["y"] + g["h"])}
+        assert not cells & mine, p["title"]
+        cells |= mine

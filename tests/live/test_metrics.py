@@ -117,6 +117,34 @@ def test_listener_on_synthetic_events():
     assert other.samples().get("binlog_cdc_rows_total" + lbl) is None
 
 
+def test_idle_events_say_caught_up():
+    """Spark's QueryIdleEvent (a trigger found nothing new; no progress is posted then): the
+    query's lag and bytes behind become 0 and its last-progress time moves; another query's
+    idle event changes nothing here."""
+    from pyspark.sql.streaming.listener import QueryIdleEvent
+
+    listener = BinlogCdcMetricsListener()
+    qid = str(uuid.uuid4())
+    listener.onQueryProgress(_Event(_progress(qid, "orders", 5, {
+        "file": "mysql-bin.000003", "pos": 9000, "behindBytes": 4000,
+        "behindTransactions": 3, "lagSeconds": 12.0})))
+    lbl = f'{{query="orders",query_id="{qid}"}}'
+    before = listener.samples()["binlog_cdc_last_progress_timestamp_seconds" + lbl]
+    time.sleep(0.05)
+    listener.onQueryIdle(QueryIdleEvent.fromJson({"id": str(uuid.uuid4()),
+                                                  "runId": str(uuid.uuid4()),
+                                                  "timestamp": "2026-01-01T00:00:00.000Z"}))
+    assert listener.samples()["binlog_cdc_lag_seconds" + lbl] == 12.0
+    listener.onQueryIdle(QueryIdleEvent.fromJson({"id": qid, "runId": str(uuid.uuid4()),
+                                                  "timestamp": "2026-01-01T00:00:00.000Z"}))
+    s = listener.samples()
+    assert s["binlog_cdc_lag_seconds" + lbl] == 0
+    assert s["binlog_cdc_behind_bytes" + lbl] == 0
+    assert s["binlog_cdc_behind_transactions" + lbl] == 0
+    assert s["binlog_cdc_last_progress_timestamp_seconds" + lbl] > before
+    assert s["binlog_cdc_rows_total" + lbl] == 5
+
+
 def test_pyspark_progress_objects():
     """The real pyspark progress class (what a listener receives) is understood."""
     from pyspark.sql.streaming.listener import QueryProgressEvent, StreamingQueryProgress

@@ -1,4 +1,5 @@
-"""Issue 15, end to end (binlog_row_metadata FULL and NO_LOG): the schema-history workload (~34
+"""End to end on MariaDB 10.11 (binlog_row_metadata FULL and NO_LOG) and MySQL 9.7 (FULL and
+MINIMAL): the schema-history workload (~34
 DDL statements interleaved with DML on 3 tables: columns added, dropped, renamed and reordered,
 types and charsets changed, primary keys dropped and added, a table renamed, truncated, dropped
 and recreated, partitioned) streamed with ``includeSchemaChanges=true`` into Delta by
@@ -25,7 +26,8 @@ from tests.support.ddl_workload import Recorder, norm, run_workload  # noqa: E40
 from tests.support.processes import DELTA_JOB, kill_group, run_to_end, start_job  # noqa: E402
 from tests.support.spark_support import source_options  # noqa: E402
 
-pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow,
+              pytest.mark.servers("mariadb-10.11", "mysql-9.7")]
 
 
 @pytest.fixture

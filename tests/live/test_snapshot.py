@@ -1,8 +1,9 @@
-"""The initial snapshot (``startingPosition=snapshot``) against the real MariaDB and local Spark:
-after the binlogs are purged a new stream still ends equal to the source; rows written, updated
-(primary keys too) and deleted across chunk boundaries while the snapshot runs end right; no
-snapshot transaction lives longer than one chunk's read; a query killed mid-snapshot resumes at
-the next unread chunk."""
+"""The initial snapshot (``startingPosition=snapshot``) against MariaDB 10.11, 11.8 and MySQL 9.7
+and local Spark: after the binlogs are purged a new stream still ends equal to the source; rows
+written, updated (primary keys too) and deleted across chunk boundaries while the snapshot runs
+end right, and every snapshot row agrees with the streamed changes around its position (the
+chunks' positions are exact); no snapshot transaction lives longer than one chunk's read; a
+query killed mid-snapshot resumes at the next unread chunk."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.server, pytest.mark.spark]
+pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.servers()]
 
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("deltalake")
@@ -41,11 +42,11 @@ def _create(mariadb, db: str, rows: int) -> None:
     mariadb.execute(
         f"INSERT INTO orders SELECT seq * 2, seq % 97, seq / 100, ELT(1 + seq % 3, 'new', "
         f"'paid', 'shipped'), CONCAT('n', seq), '2024-01-01 00:00:00.123' + INTERVAL seq SECOND "
-        f"FROM seq_1_to_{rows}", database=db)
+        f"FROM {mariadb.seq_table(rows)}", database=db)
     mariadb.execute("INSERT INTO tags SELECT CONCAT('t', seq % 7), seq, REPEAT('x', seq % 5) "
-                    "FROM seq_1_to_300", database=db)
-    mariadb.execute("INSERT INTO loose SELECT seq, CONCAT('l', seq) FROM seq_1_to_50",
-                    database=db)
+                    f"FROM {mariadb.seq_table(300)}", database=db)
+    mariadb.execute("INSERT INTO loose SELECT seq, CONCAT('l', seq) "
+                    f"FROM {mariadb.seq_table(50)}", database=db)
 
 
 def _rows(mariadb, db: str, table: str, order: str) -> list[tuple]:
@@ -125,8 +126,43 @@ def _trx_monitor(mariadb, user: str, stop: threading.Event, ages: list) -> None:
         conn.close()
 
 
-def test_snapshot_after_purge_with_concurrent_writes_equals_source(spark, mariadb_factory,
-                                                                     tmp_path):
+def _images(change) -> list:
+    """``[(id, image before, image after)]`` of a streamed row (None: no such row); a primary-key
+    change is a delete of the old id and an insert of the new one."""
+    op, before, after = change
+    b = json.loads(before) if before else None
+    a = json.loads(after) if after else None
+    if op == "r":
+        return [(a["id"], None, a)]
+    if b is not None and a is not None and a["id"] != b["id"]:
+        return [(b["id"], b, None), (a["id"], None, a)]
+    return [((a or b)["id"], b, a)]
+
+
+def _disagreements(rows: list) -> list:
+    """Snapshot rows (op r) that disagree with the changes streamed around their position, in
+    ``seq`` order: the last change of the same row before it must leave the image it holds, the
+    first change after it must find that image."""
+    timeline: dict = {}
+    for seq, op, before, after in sorted(rows):
+        for key, b, a in _images((op, before, after)):
+            timeline.setdefault(key, []).append((seq, op, b, a))
+    bad = []
+    for key, events in timeline.items():
+        for i, (seq, op, _b, image) in enumerate(events):
+            if op != "r":
+                continue
+            prev = [e for e in events[:i] if e[1] != "r"]
+            after = [e for e in events[i + 1:] if e[1] != "r"]
+            if prev and prev[-1][3] != image:
+                bad.append(("before", key, seq, prev[-1], image))
+            if after and after[0][2] != image:
+                bad.append(("after", key, seq, after[0], image))
+    return bad
+
+
+def test_snapshot_after_purge_with_concurrent_writes_equals_source(spark, server,
+                                                                     mariadb_factory, tmp_path):
     mariadb = mariadb_factory()
     db = "snap1"
     base = 20000
@@ -142,6 +178,7 @@ def test_snapshot_after_purge_with_concurrent_writes_equals_source(spark, mariad
     up = DeltaUpserter(root, host=p["host"], port=p["port"], user=p["user"],
                        password=p["password"], app_id="snap")
     reads = {"r": 0, "other": 0, "batches": 0}
+    streamed: list = []
 
     def fb(df, batch_id):
         t = df.toArrow() if hasattr(df, "toArrow") else pa.Table.from_pandas(df.toPandas())
@@ -149,6 +186,8 @@ def test_snapshot_after_purge_with_concurrent_writes_equals_source(spark, mariad
         reads["r"] += ops.count("r")
         reads["other"] += len(ops) - ops.count("r")
         reads["batches"] += 1
+        streamed.extend(zip(*(t.column(c).to_pylist() for c in ("seq", "op", "before",
+                                                                "after"))))
         up(df, batch_id)
 
     stop, stats = threading.Event(), {"writes": 0}
@@ -179,6 +218,9 @@ def test_snapshot_after_purge_with_concurrent_writes_equals_source(spark, mariad
     assert _delta(root, db, "orders", ["id"]) == _rows(mariadb, db, "orders", "id")
     assert reads["r"] >= base - stats["writes"]
     assert reads["batches"] >= 7                       # maxEventsPerTrigger bounds batches
+    # exact chunk positions: no snapshot row holds a change after its seq or misses one before
+    bad = _disagreements(streamed)
+    assert not bad, (len(bad), bad[:3])
 
 
 def test_tables_by_unique_key_and_without_key(spark, mariadb, tmp_path):
@@ -214,7 +256,8 @@ def test_tables_by_unique_key_and_without_key(spark, mariadb, tmp_path):
 
 
 @pytest.mark.slow
-def test_million_rows_killed_three_times_mid_snapshot(mariadb_factory, tmp_path):
+@pytest.mark.servers("mariadb-10.11", "mysql-9.7")   # 11.8 reads chunks as 10.11 does
+def test_million_rows_killed_three_times_mid_snapshot(server, mariadb_factory, tmp_path):
     """1,000,000 rows (BINLOG_CDC_SNAPSHOT_ROWS) snapshotted while a writer inserts, updates
     (primary keys too) and deletes across chunk boundaries; the query is killed -9 three times
     mid-snapshot and restarted from its checkpoint; the Delta table ends equal to SELECT *."""

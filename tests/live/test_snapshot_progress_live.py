@@ -1,7 +1,7 @@
-"""Snapshot progress against the real MariaDB and local Spark: what each micro-batch's progress
-reports (tables, chunks, rows done and in all, rows/s, ETA) is checked against the real table
-sizes, the rows the batches delivered and the tasks they ran; a maxEventsPerTrigger-sized batch
-is read by at least two tasks (both cores)."""
+"""Snapshot progress against MariaDB 10.11, 11.8 and MySQL 9.7 and local Spark: what each
+micro-batch's progress reports (tables, chunks, rows done and in all, rows/s, ETA) is checked
+against the real table sizes, the rows the batches delivered and the tasks they ran; a
+maxEventsPerTrigger-sized batch is read by at least two tasks (both cores)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-pytestmark = [pytest.mark.server, pytest.mark.spark]
+pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.servers()]
 
 from support.spark_support import source_options  # noqa: E402
 
@@ -20,11 +20,11 @@ def _create(mariadb, db: str) -> dict:
     mariadb.execute("CREATE TABLE tags (name VARCHAR(20) NOT NULL, n INT NOT NULL, "
                     "UNIQUE KEY (name, n))", database=db)
     mariadb.execute("CREATE TABLE loose (a INT)", database=db)          # no key: one chunk
-    mariadb.execute("INSERT INTO orders SELECT seq * 3, CONCAT('n', seq) FROM seq_1_to_3000",
-                    database=db)
-    mariadb.execute("INSERT INTO tags SELECT CONCAT('t', seq % 7), seq FROM seq_1_to_300",
-                    database=db)
-    mariadb.execute("INSERT INTO loose SELECT seq FROM seq_1_to_50", database=db)
+    mariadb.execute("INSERT INTO orders SELECT seq * 3, CONCAT('n', seq) "
+                    f"FROM {mariadb.seq_table(3000)}", database=db)
+    mariadb.execute("INSERT INTO tags SELECT CONCAT('t', seq % 7), seq "
+                    f"FROM {mariadb.seq_table(300)}", database=db)
+    mariadb.execute(f"INSERT INTO loose SELECT seq FROM {mariadb.seq_table(50)}", database=db)
     # no ANALYZE TABLE: TABLE_ROWS of these new tables may be anything (often 0); tables
     # estimated below 100,000 rows are counted
     return {f"{db}.{t}": n for t, n in (("loose", 50), ("orders", 3000), ("tags", 300))}

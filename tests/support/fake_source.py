@@ -601,6 +601,13 @@ class FakeSource:
             self._result(sock, ["CURRENT_USER()"], [(f"{self.user}@%",)])
         elif up == "SHOW GRANTS":
             self._result(sock, [f"Grants for {self.user}@%"], [(g,) for g in self.grants])
+        elif up.startswith("SELECT TABLE_SCHEMA, TABLE_NAME FROM INFORMATION_SCHEMA.TABLES"):
+            self._result(sock, ["TABLE_SCHEMA", "TABLE_NAME"], [(Table.schema, Table.name)])
+        elif up.startswith("SELECT DISTINCT TABLE_SCHEMA, TABLE_NAME FROM "
+                           "INFORMATION_SCHEMA.STATISTICS WHERE INDEX_NAME = 'PRIMARY'"):
+            self._result(sock, ["TABLE_SCHEMA", "TABLE_NAME"], [(Table.schema, Table.name)])
+        elif up == "SHOW SESSION STATUS LIKE 'SSL_CIPHER'":   # a plain connection: no cipher
+            self._result(sock, ["Variable_name", "Value"], [("Ssl_cipher", "")])
         elif up == "SHOW REPLICAS":
             self._result(sock, ["Server_Id", "Host", "Port", "Source_Id", "Replica_UUID"], [])
         elif up in ("SHOW BINARY LOGS", "SHOW MASTER LOGS"):

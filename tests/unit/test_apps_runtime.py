@@ -173,3 +173,39 @@ def test_the_demo_prints_a_running_total_batch_after_batch(capsys):
                      "batch   1:     7 changes upserted (total 12), lag 0.2-1.2 s, ? binlog bytes behind",
                      "batch   2:     3 changes upserted (total 15), lag 1.0-2.0 s, ? binlog bytes behind"]
     assert (printer.rows, printer.printed) == (15, 3)
+
+
+def test_the_demo_prints_every_batch_and_the_one_that_ends_the_snapshot(capsys):
+    """A batch without changes is printed too (the ids the summary counts, none skipped), and
+    the batch whose end offset leaves the snapshot says it is done, with the rows it read."""
+    from streaming.apps.demo import ProgressPrinter
+
+    class Timed:
+        lags = {0: (0.0, 0.5), 1: (0.2, 1.2), 3: (0.1, 1.1)}
+
+    snap = {"snapshot": {"tables": ["d.t"], "after": [500]}}
+    report = {"tables": 1, "tablesDone": 0, "tablesLeft": 1, "table": "d.t", "chunks": 2,
+              "chunksDone": 1, "rows": 1000, "rowsDone": 500, "rowsPerSecond": None,
+              "etaSeconds": None, "done": False}
+
+    def prog(batch, rows, start, end, latest):
+        p = _progress(batch, rows, start, end)
+        p["sources"][0]["latestOffset"] = json.dumps(latest)
+        return p
+
+    printer, q = ProgressPrinter(Timed(), snapshot=True), FakeQuery()
+    q.recentProgress = [prog(0, 500, None, dict(A, **snap), {"snapshot": report}),
+                        prog(1, 500, dict(A, **snap), A, {"snapshot": report}),
+                        prog(2, 0, A, B, {"behindBytes": 10}),
+                        prog(3, 4, B, C, {"behindBytes": 0})]
+    assert printer.in_snapshot
+    printer.poll(q)
+    lines = [line.split("] ", 1)[1] for line in capsys.readouterr().out.splitlines()]
+    assert [l.split(":")[0] for l in lines] == ["batch   0", "batch   1", "batch   2",
+                                                "batch   3"]
+    assert lines[0].endswith("snapshot of d.t: tables 0/1, chunks 1/2, rows 500/~1,000, rows/s "
+                             "not known yet, ETA not known yet")
+    assert lines[1].endswith("lag 0.2-1.2 s, snapshot done: 1,000 rows read, the binlog next")
+    assert lines[2] == "batch   2:     0 changes upserted (total 1000), lag ?, 10 binlog bytes behind"
+    assert lines[3].endswith("(total 1004), lag 0.1-1.1 s, 0 binlog bytes behind")
+    assert not printer.in_snapshot and (printer.rows, printer.printed) == (1004, 4)

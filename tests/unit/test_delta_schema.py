@@ -16,7 +16,7 @@ pytest.importorskip("pyspark")
 deltalake = pytest.importorskip("deltalake")
 
 from cdc.binlog.constants import ColumnType as T  # noqa: E402
-from cdc.errors import SchemaError  # noqa: E402
+from cdc.errors import ConfigurationError, SchemaError  # noqa: E402
 from cdc.values.render import to_json_text  # noqa: E402
 from cdc.values.types import ColumnDef  # noqa: E402
 from streaming.delta import DeltaUpserter, TableInfo  # noqa: E402
@@ -255,6 +255,21 @@ def test_create_makes_an_empty_table(tmp_path):
     up.upsert_arrow(Batch().s("fresh", rec("CREATE", "CREATE TABLE fresh (...)", [ID, V]))
                     .arrow(), 0)
     assert delta(tmp_path, "fresh") == (["id", "v"], [])
+
+
+def test_schema_changes_without_their_column_are_named_not_taken_for_rows(tmp_path):
+    """A foreachBatch that selected the row columns and left schema_change out: its CREATE
+    TABLE records are not row changes missing an image (binlog_row_image has nothing to do
+    with it); the error names the column to pass, and nothing is written."""
+    up = upserter(tmp_path)
+    b = (Batch().s("fresh", rec("CREATE", "CREATE TABLE fresh (...)", [ID, V]))
+         .c("fresh", id=1, v="a"))
+    with pytest.raises(ConfigurationError) as e:
+        up.upsert_arrow(b.arrow(with_schema_change=False), 0)
+    msg = str(e.value)
+    assert "schema_change" in msg and "shop.fresh" in msg and "op s" in msg, msg
+    assert "binlog_row_image" not in msg and "after image" not in msg, msg
+    assert not (tmp_path / DB / "fresh").exists()
 
 
 def test_expression_default_stops_before_anything_is_written(tmp_path):

@@ -55,7 +55,7 @@ def test_good_config(tmp_path):
 def test_example_config_in_conf_loads(monkeypatch):
     from pathlib import Path
     monkeypatch.setenv("BINLOG_CDC_PASSWORD", "pw")
-    cfg = load_config(Path(__file__).resolve().parents[2] / "conf" / "job.example.toml")
+    cfg = load_config(Path(__file__).resolve().parents[2] / "streaming" / "apps" / "job.example.toml")
     assert cfg.source["password"] == "pw" and cfg.source["includeTables"] == "shop.*"
     assert cfg.metrics_port == 9108 and cfg.spark["master"] == "local[2]"
 
@@ -77,7 +77,7 @@ def test_mistakes_are_named(tmp_path, monkeypatch, text, message):
 
 
 def test_missing_file(tmp_path):
-    with pytest.raises(ConfigurationError, match="does not exist.*job.example.toml"):
+    with pytest.raises(ConfigurationError, match="does not exist.*streaming.job --example"):
         load_config(tmp_path / "nope.toml")
 
 

@@ -25,6 +25,13 @@ def test_names_are_case_insensitive_and_typed():
     assert o.fail_on_data_loss is False and o.server_id == 77
 
 
+def test_idle_advance_defaults_and_zero():
+    o = parse()
+    assert (o.idle_advance_s, o.idle_advance_bytes) == (60.0, 16 << 20)
+    o = parse(idleAdvanceIntervalMs="0", IDLEADVANCEBYTES="1048576")
+    assert (o.idle_advance_s, o.idle_advance_bytes) == (0.0, 1 << 20)
+
+
 def test_an_unknown_option_lists_the_valid_ones():
     with pytest.raises(ConfigurationError) as e:
         parse(maxEventsPerTriger="5")
@@ -35,6 +42,7 @@ def test_an_unknown_option_lists_the_valid_ones():
 @pytest.mark.parametrize("kw, message", [
     ({"port": "0"}, "option port must be from 1 to 65535, not 0"),
     ({"port": "x"}, "option port must be an integer, not 'x'"),
+    ({"idleAdvanceBytes": "-1"}, "option idleAdvanceBytes must be >= 0, not -1"),
     ({"failOnDataLoss": "maybe"}, "option failOnDataLoss must be true or false, not 'maybe'"),
     ({"table": "orders"}, "option table must name one table as db.table, not 'orders'"),
     ({"table": "shop.orders", "includeTables": "shop.*"},

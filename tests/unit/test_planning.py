@@ -4,16 +4,18 @@ server)."""
 import pytest
 
 from cdc.binlog.gtid import GtidSet
+from cdc.binlog.xa import Prepared
 from cdc.positions import Position
-from streaming.planning import (Boundary, Chunk, after_anchor, choose, delivered_before,
-                                lag_report, mysql_skip_set, need_scan, plan_chunks)
+from streaming.planning import (Boundary, Chunk, after_anchor, choose, decided_in,
+                                delivered_before, delivers_nothing, holds_quiet, lag_report,
+                                need_scan, plan_chunks, quiet_until, skip_set)
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 F1, F2, F3 = "mysql-bin.000001", "mysql-bin.000002", "mysql-bin.000003"
 
 
-def B(file, pos, rows=10, nbytes=100, ts=None):
-    return Boundary(Position(file, pos), rows, nbytes, ts)
+def B(file, pos, rows=10, nbytes=100, ts=None, quiet=False):
+    return Boundary(Position(file, pos), rows, nbytes, ts, (), quiet)
 
 
 # five transactions of 10 rows / 100 bytes in F1 ending at 200..600
@@ -106,13 +108,61 @@ class _Tx:
 
 def test_mysql_transactions_delivered_before_are_skipped():
     p = Position(F1, 4, GtidSet.parse(f"{UUID}:1-10:12-13"))
-    skip = mysql_skip_set(p)
+    skip = skip_set(p)
     assert delivered_before(skip, _Tx(f"{UUID}:12"))
     assert not delivered_before(skip, _Tx(f"{UUID}:11"))
     assert not delivered_before(skip, _Tx(None))
-    assert mysql_skip_set(Position(F1, 4)) is None
-    assert mysql_skip_set(Position(F1, 4, GtidSet.parse(""))) is None
+    assert skip_set(Position(F1, 4)) is None
+    assert skip_set(Position(F1, 4, GtidSet.parse(""))) is None
     assert not delivered_before(None, _Tx(f"{UUID}:12"))
+
+
+class _Whole:
+    """A transaction as the assembler gives it (what delivers_nothing looks at)."""
+
+    def __init__(self, gtid=None, rows=(), queries=(), truncates=(), schema_changes=(), xa=None):
+        self.gtid, self.rows_events, self.queries = gtid, list(rows), list(queries)
+        self.truncates, self.schema_changes, self.xa = tuple(truncates), schema_changes, xa
+
+
+def test_transactions_that_deliver_nothing():
+    assert delivers_nothing(None, _Whole())                 # other tables' rows only
+    for kept in ({"rows": ["ev"]}, {"queries": ["ALTER TABLE ..."]}, {"truncates": ["t"]},
+                 {"schema_changes": ("s",)}, {"xa": "step"}):
+        assert not delivers_nothing(None, _Whole(**kept)), kept
+    skip = GtidSet.parse(f"{UUID}:1-10")
+    assert delivers_nothing(skip, _Whole(f"{UUID}:3", rows=["ev"]))     # delivered already
+    assert not delivers_nothing(skip, _Whole(f"{UUID}:11", rows=["ev"]))
+
+
+# F1: quiet transactions (other tables) ending at 200, 300, then one with rows at 400, quiet 500
+QB = [B(F1, 200, 0, quiet=True), B(F1, 300, 0, quiet=True), B(F1, 400), B(F1, 500, 0, quiet=True)]
+
+
+def test_quiet_until_skips_the_leading_quiet_transactions():
+    s = Position(F1, 100)
+    assert quiet_until(QB, s, (1, 500)).same_place(Position(F1, 300))
+    assert quiet_until(QB, s, (1, 250)).same_place(Position(F1, 200))
+    assert quiet_until(QB, Position(F1, 300), (1, 500)).same_place(Position(F1, 300))
+    assert quiet_until(QB, Position(F1, 400), (1, 500)).same_place(Position(F1, 500))
+    assert quiet_until([], s, (1, 500)) is s
+
+
+def test_holds_quiet_until_bytes_or_time_or_something_to_deliver():
+    s, logs = Position(F1, 100), [(F1, 500)]
+    kw = dict(max_bytes=1000, max_seconds=60)
+    quiet = QB[:2]
+    assert holds_quiet(s, quiet[-1], quiet, (1, 300), logs, held_for=0, **kw)
+    assert holds_quiet(s, quiet[-1], quiet, (1, 300), logs, held_for=59.9, **kw)
+    assert not holds_quiet(s, quiet[-1], quiet, (1, 300), logs, held_for=60, **kw)
+    assert not holds_quiet(s, quiet[-1], quiet, (1, 300), logs, held_for=0, max_bytes=200,
+                           max_seconds=60)                       # 200 bytes wait
+    assert not holds_quiet(s, quiet[-1], quiet, (1, 350), logs, held_for=0, **kw)   # unread
+    assert not holds_quiet(s, QB[3], QB, (1, 500), logs, held_for=0, **kw)    # rows at 400
+    assert not holds_quiet(s, None, [], (1, 100), logs, held_for=0, **kw)
+    # 0 turns holding off
+    assert not holds_quiet(s, quiet[-1], quiet, (1, 300), logs, held_for=0, max_bytes=0,
+                           max_seconds=60)
 
 
 @pytest.mark.parametrize("n", [1, 2, 5])
@@ -123,3 +173,25 @@ def test_chunks_cover_the_range_exactly(n):
     assert chunks[0].start == 100 and chunks[-1].end == 600
     assert all(a.end == b.start for a, b in zip(chunks, chunks[1:]))
     assert len(chunks) == n
+
+
+def test_decided_in_names_what_a_chunk_must_read_again():
+    """x prepared before the batch and committed in file 2; y prepared in file 1 and rolled
+    back in file 2; z prepared in file 2 and still undecided at the end."""
+    x = Prepared("X'78',X'',1", "b.000001", 50, 90)
+    y = Prepared("X'79',X'',1", "b.000001", 300, 340)
+    z = Prepared("X'7a',X'',1", "b.000002", 200, 240)
+    s = Position("b.000001", 100, prepared=(x,))
+    bounds = [Boundary(Position("b.000001", 340, prepared=(x, y)), 0, 240),
+              Boundary(Position("b.000001", 500, prepared=(x, y)), 1, 160),
+              Boundary(Position("b.000002", 150, prepared=(y,)), 0, 146),
+              Boundary(Position("b.000002", 240, prepared=(y, z)), 0, 90)]
+    e = Position("b.000002", 400, prepared=(z,))
+    assert decided_in(s, e, bounds, Chunk("b.000001", 100, 500, False)) == ()
+    assert decided_in(s, e, bounds, Chunk("b.000001", 100, 800, True)) == ()
+    assert decided_in(s, e, bounds, Chunk("b.000002", 4, 400, False)) == (x, y)
+    assert decided_in(s, e, bounds, Chunk("b.000002", 4, 150, False)) == (x,)
+    assert decided_in(s, e, bounds, Chunk("b.000002", 150, 400, False)) == (y,)
+    # without the boundaries (one chunk from start to end): what start holds and end does not
+    assert decided_in(s, Position("b.000001", 900), [], Chunk("b.000001", 100, 900, False)) \
+        == (x,)

@@ -131,3 +131,46 @@ def test_purged_error_names_file_what_is_there_and_the_fix():
                       "purged, or never existed, so the changes in it are lost to this stream. "
                       "Set failOnDataLoss=false to skip it.")
     assert "(it has no binlog files)" in str(purged_error("f.1", [], "h", fix="x"))
+
+
+def test_positions_hold_prepared_xa_transactions():
+    from cdc.binlog.xa import COMMIT, PREPARE, ROLLBACK, Prepared, XaStep
+    x = Prepared("X'78',X'',1", "mysql-bin.000002", 300, 420)
+    y = Prepared("X'79',X'',1", "mysql-bin.000002", 500, 620)
+    p = Position("mysql-bin.000002", 200, GtidSet.parse(f"{UUID}:1-5"))
+    p = p.after("mysql-bin.000002", 420, f"{UUID}:6", XaStep(PREPARE, x.xid, x))
+    p = p.after("mysql-bin.000002", 620, f"{UUID}:7", XaStep(PREPARE, y.xid, y))
+    assert p.prepared == (x, y) and str(p.gtid) == f"{UUID}:1-7"
+    offset = p.to_offset()
+    assert list(offset) == ["file", "pos", "gtid", "xa"]
+    assert offset["xa"] == [[x.xid, x.file, 300, 420], [y.xid, y.file, 500, 620]]
+    assert Position.from_offset(json.dumps(offset)) == p
+    assert p.cli_args() == f"--gtid '{UUID}:1-7' --xa mysql-bin.000002:300,mysql-bin.000002:500"
+    assert "holding prepared XA at mysql-bin.000002:300, mysql-bin.000002:500" in str(p)
+    assert p.to_start().prepared == p.to_start().position().prepared == (x, y)
+    q = p.after("mysql-bin.000003", 100, f"{UUID}:8", XaStep(COMMIT, x.xid))
+    q = q.after("mysql-bin.000003", 200, f"{UUID}:9", XaStep(ROLLBACK, y.xid))
+    assert q.prepared == () and "xa" not in q.to_offset()
+    assert q.cli_args() == f"--gtid '{UUID}:1-9'"
+    assert Start.at("f.000001", 4).holding([Prepared.parse("f.000001:120")]).prepared == \
+        (Prepared(None, "f.000001", 120),)
+    with pytest.raises(ConfigurationError, match="need a start at a position"):
+        Start.latest().holding([Prepared.parse("f.000001:120")])
+    with pytest.raises(ConfigurationError, match="expected FILE:POS"):
+        Prepared.parse("f.000001")
+    with pytest.raises(ConfigurationError, match="not a binlog-cdc offset"):
+        Position.from_offset({"file": "f.000001", "pos": 4, "xa": [["x", "f.000001"]]})
+
+
+@pytest.mark.parametrize("query, step", [
+    ("XA COMMIT X'7831',X'',1", ("commit", "X'7831',X'',1")),
+    ("XA ROLLBACK X'4142',X'63',7", ("rollback", "X'4142',X'63',7")),
+    ("XA COMMIT 'x1'", ("commit", "X'7831',X'',1")),
+    ("xa rollback 'a','b',3", ("rollback", "X'61',X'62',3")),
+    ("XA COMMIT X'7833',X'',1 ONE PHASE", None),
+    ("XA END X'7831',X'',1", None), ("XA START X'7831',X'',1", None), ("COMMIT", None),
+])
+def test_xa_decisions_are_read_from_the_statement(query, step):
+    from cdc.binlog.xa import decision
+    got = decision(query)
+    assert (got and (got.action, got.xid)) == step or (got is None and step is None)

@@ -83,7 +83,7 @@ def test_select_list_names_columns_and_wraps_only_what_needs_it():
             col(T.VARCHAR, 300, name="vb", collation=BINARY), col(T.DATETIME2, 6, name="dt"),
             col(T.GEOMETRY, 4, name="g"), col(T.BLOB, 2, name="we`ird", collation=UTF8MB4)]
     assert select_list(cols) == (
-        "`id`, `f` - 0e0 AS `f`, `d` - 0e0 AS `d`, `dc`, `e` + 0 AS `e`, `s` + 0 AS `s`, "
+        "`id`, `f` - 0e0 AS `f`, `d` - 0e0 AS `d`, `dc`, `e` | 0 AS `e`, `s` | 0 AS `s`, "
         "CAST(`u` AS BINARY) AS `u`, `ch`, `vb`, `dt`, `g`, `we``ird`")
 
 

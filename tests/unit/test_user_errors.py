@@ -55,6 +55,13 @@ CLI_CASES = [
                                "--password-file", "/nonexistent/pw"], "/nonexistent/pw"),
     ("tail-file-without-pos", ["tail", "--host", "127.0.0.1", "--port", "PORT", "--pos", "4"],
      "--pos"),
+    ("tail-xa-without-position", ["tail", "--host", "127.0.0.1", "--port", "PORT", "--xa",
+                                  "mysql-bin.000002:1811"],
+     "prepared XA transactions to hold (--xa) need a start at a position (--file/--pos or "
+     "--gtid), not latest"),
+    ("tail-xa-typo", ["tail", "--host", "127.0.0.1", "--port", "PORT", "--file",
+                      "mysql-bin.000002", "--xa", "mysql-bin.000002"],
+     "--xa 'mysql-bin.000002': expected FILE:POS"),
     ("tail-on-unparsed-ddl-typo", ["tail", "--host", "127.0.0.1", "--on-unparsed-ddl", "ignore"],
      "argument --on-unparsed-ddl: invalid choice: 'ignore' (choose from 'fail', 'skip', "
      "'reseed')"),

@@ -111,16 +111,20 @@ def parse_fde_body(header: EventHeader, body) -> FormatDescriptionEvent:
 
 
 class Context:
-    """What the parser knows while decoding: the format description, checksum, table maps, and
-    the row decoder its rows events decode with (``"c"``, ``"python"``, or None: the process
-    default of :mod:`cdc.rows.backend`).
+    """What the parser knows while decoding: the format description, checksum, table maps, the
+    row decoder its rows events decode with (``"c"``, ``"python"``, or None: the process
+    default of :mod:`cdc.rows.backend`) and the collation of text columns without charset
+    metadata.
 
     ``table_map_cache`` (TABLE_MAP body -> :class:`~cdc.binlog.tablemap.TableMap`) lets a table
     map logged again with every transaction keep its decoding plans.
     """
 
-    def __init__(self, checksum: ChecksumAlg | None = None, row_decoder: str | None = None):
+    def __init__(self, checksum: ChecksumAlg | None = None, row_decoder: str | None = None,
+                 default_collation: int | None = None):
         self.fde: FormatDescriptionEvent | None = None
+        #: given to text columns of a table map that carries no charset (None: left unset)
+        self.default_collation = default_collation
         self.checksum = checksum
         self.tables: dict[int, TableMap] = {}
         self.table_map_cache: dict[bytes, TableMap] = {}

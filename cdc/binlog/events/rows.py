@@ -10,7 +10,7 @@ from __future__ import annotations
 from cdc.binlog.constants import DELETE_TYPES, UPDATE_TYPES, WRITE_TYPES, EventType
 from cdc.binlog.events.base import Event, new_event, register
 from cdc.binlog.events.payload import maria_uncompress
-from cdc.binlog.tablemap import MAX_COLUMNS, decode_table_map
+from cdc.binlog.tablemap import MAX_COLUMNS, apply_default_charset, decode_table_map
 from cdc.binlog.wire import read_lenenc
 from cdc.errors import ParseError, SchemaError, TruncatedEventError
 from cdc.rows.decode import count_images, decode_images, present_columns
@@ -42,6 +42,8 @@ def _table_map(h, body, ctx):
     tmap = ctx.table_map_cache.get(key)
     if tmap is None:
         tmap = decode_table_map(body, ctx.post_header_len(EventType.TABLE_MAP, 8), ctx.is_mariadb)
+        if ctx.default_collation is not None:
+            apply_default_charset(tmap, ctx.default_collation)
         if len(ctx.table_map_cache) > 4096:
             ctx.table_map_cache.clear()
         ctx.table_map_cache[key] = tmap

@@ -29,7 +29,9 @@ Decoded values
 --------------
 ========================  ===============================================================
 object / array            ``dict`` (stored key order) / ``list``
-null / true / false       ``None`` / ``True`` / ``False``
+null                      ``None`` inside a document; a whole document that is ``null``:
+                          :data:`cdc.values.kinds.JSON_NULL` (SQL NULL is ``None``)
+true / false              ``True`` / ``False``
 int16 ... uint64          ``int``
 double                    ``float``
 string                    ``str``
@@ -42,10 +44,10 @@ zero/invalid date/time    :class:`cdc.values.kinds.InvalidTemporal`, the text My
 other opaque              :class:`~cdc.values.kinds.JsonOpaque`: ``bytes`` with ``.field_type``
 ========================  ===============================================================
 
-An empty value (0 bytes) decodes to ``None``: MySQL reads it as the JSON null literal (it
-appears when NULL went into a NOT NULL JSON column under INSERT IGNORE / non-strict mode; see
-``json_binary::parse_binary``).  This is distinct from an SQL NULL column, which the row
-decoder reports as ``None`` too.
+An empty value (0 bytes) is the JSON null literal too (:data:`~cdc.values.kinds.JSON_NULL`), as
+MySQL reads it (it appears when NULL went into a NOT NULL JSON column under INSERT IGNORE /
+non-strict mode; see ``json_binary::parse_binary``).  A column that is SQL NULL never reaches this
+decoder: the row decoder reports it as ``None``.
 
 Malformed input raises :class:`JsonBinaryError` (a :class:`cdc.errors.ParseError`): every
 offset and length is checked against its container, nesting is limited to
@@ -60,7 +62,7 @@ import struct
 
 from cdc.errors import JsonBinaryError, ParseError
 from cdc.values.decimal import decimal_size, read_newdecimal
-from cdc.values.kinds import InvalidTemporal, JsonOpaque
+from cdc.values.kinds import JSON_NULL, InvalidTemporal, JsonOpaque
 
 __all__ = ["decode_json", "decode_json_at", "JsonBinaryError", "MAX_DEPTH"]
 
@@ -301,7 +303,9 @@ def _temporal(ft: int, packed: int):
 
 
 def decode_json_at(data: bytes, start: int, end: int):
-    """The document in ``data[start:end]`` (*data* must be ``bytes``); empty: ``None``."""
+    """The value in ``data[start:end]`` (*data* must be ``bytes``) as it is inside a document:
+    ``null`` (and empty input) is ``None`` (a partial update's new value; see
+    :func:`decode_json` for whole documents)."""
     if start >= end:
         return None
     tp = data[start]
@@ -321,11 +325,13 @@ def decode_json(data) -> object:
 
     Other buffer types are copied to ``bytes`` once (slicing ``bytes`` and decoding UTF-8 from
     them is the fastest path); offsets are followed without further copies.
-    Empty input is JSON null (``None``), as MySQL reads it.  Raises :class:`JsonBinaryError`
-    (a :class:`~cdc.errors.ParseError`) on malformed input; bytes after the top-level value are
-    ignored, as MySQL does.
+    A document that is the ``null`` literal, and empty input (MySQL reads it as that literal),
+    is :data:`~cdc.values.kinds.JSON_NULL`, never ``None`` (SQL NULL).  Raises
+    :class:`JsonBinaryError` (a :class:`~cdc.errors.ParseError`) on malformed input; bytes
+    after the top-level value are ignored, as MySQL does.
     """
     if type(data) is not bytes:
         data = bytes(data)
-    return decode_json_at(data, 0, len(data))
+    value = decode_json_at(data, 0, len(data))
+    return JSON_NULL if value is None else value
 

@@ -12,7 +12,7 @@ import json
 import math
 from decimal import Decimal
 
-from cdc.values.kinds import JsonOpaque
+from cdc.values.kinds import JSON_NULL, JsonOpaque
 
 __all__ = ["json_to_text", "to_jsonable", "format_double"]
 
@@ -97,6 +97,33 @@ def _mysql_base64(data: bytes) -> str:
     return "\n".join(b64[i:i + 76] for i in range(0, len(b64), 76))
 
 
+def _opaque_text(v: JsonOpaque) -> str:
+    if v.field_type == _T_VAR_STRING:
+        return bytes(v).decode("utf-8", "replace")
+    return "base64:type%d:%s" % (v.field_type, _mysql_base64(v))
+
+
+def _string_text(v):
+    """The text of a scalar MySQL prints as a JSON string (without the quotes), else None."""
+    t = type(v)
+    if t is str:
+        return v
+    if t is _dt.datetime:
+        return "%04d-%02d-%02d %02d:%02d:%02d.%06d" % (v.year, v.month, v.day, v.hour,
+                                                     v.minute, v.second, v.microsecond)
+    if t is _dt.date:
+        return "%04d-%02d-%02d" % (v.year, v.month, v.day)
+    if t is _dt.timedelta:
+        return time_text(v, True)
+    if t is JsonOpaque:
+        return _opaque_text(v)
+    if isinstance(v, str):                        # InvalidTemporal and other str subclasses
+        return str(v)
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return "base64:type%d:%s" % (252, _mysql_base64(bytes(v)))
+    return None
+
+
 def _text(v, out) -> None:
     t = type(v)
     if t is str:
@@ -123,7 +150,7 @@ def _text(v, out) -> None:
                 out(", ")
             _text(x, out)
         out("]")
-    elif v is None:
+    elif v is None or v is JSON_NULL:
         out("null")
     elif v is True:
         out("true")
@@ -135,22 +162,8 @@ def _text(v, out) -> None:
         out(format_double(v))
     elif t is Decimal:
         out(format(v, "f") if v.is_finite() else "null")
-    elif t is _dt.datetime:
-        out('"%04d-%02d-%02d %02d:%02d:%02d.%06d"' % (v.year, v.month, v.day, v.hour,
-                                                      v.minute, v.second, v.microsecond))
-    elif t is _dt.date:
-        out('"%04d-%02d-%02d"' % (v.year, v.month, v.day))
-    elif t is _dt.timedelta:
-        out('"' + time_text(v, True) + '"')
-    elif t is JsonOpaque:
-        if v.field_type == _T_VAR_STRING:
-            out(_quote(bytes(v).decode("utf-8", "replace")))
-        else:
-            out(_quote("base64:type%d:%s" % (v.field_type, _mysql_base64(v))))
-    elif isinstance(v, str):                      # InvalidTemporal and other str subclasses
-        out(_quote(str(v)))
-    elif isinstance(v, (bytes, bytearray, memoryview)):
-        out(_quote("base64:type%d:%s" % (252, _mysql_base64(bytes(v)))))
+    elif (text := _string_text(v)) is not None:
+        out(_quote(text))
     elif isinstance(v, bool):
         out("true" if v else "false")
     elif isinstance(v, int):
@@ -165,18 +178,27 @@ def _text(v, out) -> None:
         raise TypeError(f"not a decoded JSON value: {type(v).__name__}")
 
 
-def json_to_text(value) -> str:
+def json_to_text(value, quoted: bool = True) -> str:
     """*value* (as :func:`decode_json` returns it) as MySQL prints the JSON document.
 
-    Matches ``SELECT json_col`` (``Json_wrapper::to_string``): ``", "`` and ``": "``
-    separators, keys in stored order, strings escaped like ``double_quote()``, doubles by
-    :func:`format_double` (``1.0``, ``1e300``), decimals with every stored digit (``1.50``),
+    Matches ``SELECT CAST(json_col AS CHAR)`` (``Json_wrapper::to_string``): ``", "`` and
+    ``": "`` separators, keys in stored order, strings escaped like ``double_quote()``, doubles
+    by :func:`format_double` (``1.0``, ``1e300``), decimals with every stored digit (``1.50``),
     DATE ``"2024-01-02"``, DATETIME/TIMESTAMP ``"2024-01-02 12:34:56.000000"`` and TIME
     ``"-838:59:59.000000"`` (MySQL always prints 6 fractional digits there:
     ``my_TIME_to_str(t, 6)``), other opaque values ``"base64:type<N>:<base64>"`` (MySQL's
-    base64 breaks lines after 76 characters; the newline is escaped as ``\\n``).  Plain
-    ``bytes`` are rendered as BLOB (type 252) opaque values.
+    base64 breaks lines after 76 characters; the newline is escaped as ``\\n``), the null
+    literal (``None``, or :data:`~cdc.values.kinds.JSON_NULL` for a whole document) ``null``.
+    Plain ``bytes`` are rendered as BLOB (type 252) opaque values.
+
+    ``quoted=False`` is MySQL's ``json_quoted=false`` (what ``mysqlbinlog -v`` prints): a
+    document that is a single string-like scalar -- a string, a date/time, an opaque value --
+    is its bare text (``str``, ``2024-01-02 12:34:56.000000``), not a JSON string.
     """
+    if not quoted:
+        text = _string_text(value)
+        if text is not None:
+            return text
     parts: list[str] = []
     _text(value, parts.append)
     return "".join(parts)
@@ -185,12 +207,13 @@ def json_to_text(value) -> str:
 def to_jsonable(value):
     """*value* with only ``dict``/``list``/``str``/``int``/``float``/``bool``/``None`` in it.
 
-    For ``json.dumps`` (the CDC envelope).  Numbers stay exact: ``Decimal`` becomes its exact
-    decimal text as a *string* (``"1.50"``; ``json.dumps`` cannot write a number it would not
-    round-trip through ``float`` -- use :func:`json_to_text` for number text); ``date`` and
-    ``datetime`` ISO 8601 strings (``2024-01-02``, ``2024-01-02T12:34:56.000001``); TIME
-    ``"[-]HH:MM:SS[.ffffff]"``; opaque values ``"base64:type<N>:<base64>"`` on one line
-    (VAR_STRING ones: the string); non-finite floats ``None``.
+    For ``json.dumps``: the document :func:`json_to_text` prints, with every string-like scalar
+    the string MySQL prints (dates ``2024-01-02``, date-times ``2024-01-02 12:34:56.000000``,
+    TIME ``-30:00:01.000000``, opaque values ``base64:type<N>:<base64>``; VAR_STRING ones the
+    string); numbers stay exact: ``Decimal`` becomes its exact decimal text as a *string*
+    (``"1.50"``; ``json.dumps`` cannot write a number it would not round-trip through
+    ``float`` -- use :func:`json_to_text` for number text); the null literal
+    (:data:`~cdc.values.kinds.JSON_NULL` too) and non-finite floats ``None``.
     """
     t = type(value)
     if t is str or t is int or t is bool or value is None:
@@ -203,19 +226,11 @@ def to_jsonable(value):
         return value if math.isfinite(value) else None
     if t is Decimal:
         return format(value, "f") if value.is_finite() else None
-    if t is _dt.datetime or t is _dt.date:
-        return value.isoformat()
-    if t is _dt.timedelta:
-        return time_text(value)
-    if t is JsonOpaque:
-        if value.field_type == _T_VAR_STRING:
-            return bytes(value).decode("utf-8", "replace")
-        return "base64:type%d:%s" % (value.field_type,
-                                     base64.b64encode(value).decode("ascii"))
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return base64.b64encode(bytes(value)).decode("ascii")
+    if value is JSON_NULL:
+        return None
+    text = _string_text(value)
+    if text is not None:
+        return text
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
@@ -227,4 +242,3 @@ def to_jsonable(value):
     if isinstance(value, (list, tuple)):
         return [to_jsonable(x) for x in value]
     raise TypeError(f"not a decoded JSON value: {type(value).__name__}")
-

@@ -1,31 +1,5 @@
-"""A private, throw-away MariaDB server for tests and demos.
-
-:class:`EmbeddedMariaDB` initialises a data directory with ``mariadb-install-db``, starts
-``mariadbd`` on ``127.0.0.1`` with a row-based binary log (``binlog_format=ROW``,
-``binlog_row_image=FULL``, ``binlog_row_metadata=FULL``) and creates a replication user
-(:attr:`EmbeddedMariaDB.CDC_USER` / :attr:`EmbeddedMariaDB.CDC_PASSWORD`) plus a
-``cdc_test`` database::
-
-    from cdc.embedded import EmbeddedMariaDB
-
-    with EmbeddedMariaDB() as server:
-        server.execute("CREATE TABLE cdc_test.t (id INT PRIMARY KEY, v TEXT)")
-        server.execute("INSERT INTO cdc_test.t VALUES (1, 'a')")
-        print(server.current_position(), server.binlog_files())
-
-The server only needs the Debian/Ubuntu ``mariadb-server`` package; no Docker, no root
-(when run as root it is started with ``--user=root``).
-
-:class:`EmbeddedMySQL` does the same for MySQL (``mysqld --initialize-insecure``, GTID mode
-on).  Both also run a server from a *private root*: a directory that
-``tools/server_root.sh`` filled with a newer Debian suite's server packages and the
-libraries they need, whose ``run/`` wrappers start each program under the root's own loader,
-so nothing is installed system-wide.  :func:`embedded_server` starts one by name
-(:data:`SERVERS`: ``mariadb-10.11`` is the machine's own ``mariadbd``; ``mariadb-11.8`` and
-``mysql-9.7`` are private roots found by :func:`server_root`).  Every started server is stopped
-at interpreter exit.  This module is library code: it does not import pytest or Spark
-and writes nothing to stdout.
-"""
+"""A private MariaDB server (``mariadbd``) with a row-based binlog on 127.0.0.1: the machine's
+own, or one of a private root made by ``tools/server_root.sh``."""
 
 from __future__ import annotations
 
@@ -34,110 +8,24 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 import pymysql
 
+from cdc.embedded.process import (INSTALL_HINT, die_with_parent_fn, find_executable, free_port,
+                                  log_tail, option_key, running_as_root)
 from cdc.errors import ConfigurationError, EmbeddedServerError
 from cdc.replica.server import ServerInfo, parse_server_version
 from cdc.replica.sql import binlog_status, fetch_rows
 
-__all__ = ["EmbeddedMariaDB", "EmbeddedMySQL", "EmbeddedServerError", "SERVERS", "embedded_server",
-           "server_root", "free_port", "find_executable"]
+__all__ = ["EmbeddedMariaDB"]
 
-_SEARCH_DIRS = ("/usr/sbin", "/usr/libexec", "/usr/local/sbin", "/usr/local/bin", "/usr/bin",
-                "/usr/local/mysql/bin")
 _MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to 107 bytes on Linux
-_INSTALL_HINT = ("install it with `apt-get install mariadb-server` (Debian/Ubuntu) "
-                 "or point the MARIADBD environment variable at the binary")
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """Return a TCP port on ``host`` that is free right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def find_executable(names: Iterable[str], env_var: str | None = None,
-                    extra_dirs: Iterable[str] = ()) -> str | None:
-    """Find the first of ``names`` in ``$env_var``, ``PATH``, then the usual system dirs."""
-    if env_var and os.environ.get(env_var):
-        candidate = os.environ[env_var]
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    names = list(names)
-    for name in names:
-        found = shutil.which(name)
-        if found:
-            return found
-    for d in (*extra_dirs, *_SEARCH_DIRS):
-        for name in names:
-            candidate = os.path.join(d, name)
-            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-                return candidate
-    return None
-
-
-SERVERS = ("mariadb-10.11", "mariadb-11.8", "mysql-9.7")
-"""The servers :func:`embedded_server` starts: the machine's ``mariadbd`` (Debian 12's 10.11),
-and the private roots ``tools/server_root.sh`` makes."""
-
-_ROOTS_ENV = "BINLOG_CDC_SERVER_ROOTS"
-
-
-def server_root(name: str) -> Path:
-    """The private root of server ``name`` (``mariadb-11.8``, ``mysql-9.7``).
-
-    Looked up in ``$BINLOG_CDC_SERVER_ROOTS/<name>``, then ``~/.cache/binlog-cdc/servers/<name>``
-    (where ``tools/server_root.sh`` puts it).  Raises :class:`ConfigurationError` naming the
-    command that makes it when neither is complete.
-    """
-    bases = [os.environ[_ROOTS_ENV]] if os.environ.get(_ROOTS_ENV) else []
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    bases.append(os.path.join(cache, "binlog-cdc", "servers"))
-    for base in bases:
-        root = Path(base) / name
-        if (root / ".complete").is_file() and (root / "run").is_dir():
-            return root
-    raise ConfigurationError(
-        f"no private root for {name} in {' or '.join(bases)}: make it with "
-        f"`tools/server_root.sh {name}` (downloads Debian's packages, installs nothing "
-        f"system-wide)")
-
-
-def embedded_server(name: str, **kwargs: Any) -> "EmbeddedMariaDB":
-    """A new (not yet started) embedded server of one of :data:`SERVERS`."""
-    if name not in SERVERS:
-        raise ConfigurationError(f"unknown embedded server {name!r}; one of {', '.join(SERVERS)}")
-    if name == "mariadb-10.11":
-        return EmbeddedMariaDB(**kwargs)
-    if name.startswith("mariadb-"):
-        return EmbeddedMariaDB(root=server_root(name), **kwargs)
-    return EmbeddedMySQL(root=server_root(name), **kwargs)
-
-
-def _is_root() -> bool:
-    return hasattr(os, "geteuid") and os.geteuid() == 0
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return "(no error log)"
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def _norm_key(key: str) -> str:
-    return key.strip().replace("-", "_")
 
 
 class EmbeddedMariaDB:
@@ -387,7 +275,7 @@ class EmbeddedMariaDB:
         if mariadbd is None:
             raise ConfigurationError(
                 "the MariaDB server binary `mariadbd` was not found on PATH, in /usr/sbin or "
-                f"in /usr/libexec; {_INSTALL_HINT}")
+                f"in /usr/libexec; {INSTALL_HINT}")
         return mariadbd
 
     def start(self) -> "EmbeddedMariaDB":
@@ -410,7 +298,7 @@ class EmbeddedMariaDB:
                 self._wait_ready()
                 break
             except EmbeddedServerError:
-                log = _tail(self.error_log)
+                log = log_tail(self.error_log)
                 self.kill()
                 if attempt + 1 < attempts and "Address already in use" in log:
                     self._port = free_port(self.HOST)
@@ -437,12 +325,12 @@ class EmbeddedMariaDB:
             if found is None:
                 raise ConfigurationError(
                     f"`mariadb-install-db` was not found (mariadbd is {mariadbd}); "
-                    f"{_INSTALL_HINT}")
+                    f"{INSTALL_HINT}")
             base = [found]
         cmd = [base[0], "--no-defaults", *base[1:], f"--datadir={self._datadir}",
                f"--tmpdir={self._tmpdir()}", "--auth-root-authentication-method=normal",
                "--skip-test-db"]
-        if _is_root():
+        if running_as_root():
             cmd.append("--user=root")
         return cmd
 
@@ -462,7 +350,7 @@ class EmbeddedMariaDB:
             if fresh:  # do not leave a half-initialised datadir that start() would trust
                 shutil.rmtree(self._datadir, ignore_errors=True)
             raise EmbeddedServerError(
-                f"`{' '.join(cmd)}` failed ({rc}); its output ends with:\n{_tail(log)}")
+                f"`{' '.join(cmd)}` failed ({rc}); its output ends with:\n{log_tail(log)}")
 
     def _options(self) -> dict[str, Any]:
         opts: dict[str, Any] = {
@@ -492,7 +380,7 @@ class EmbeddedMariaDB:
             opts["basedir"] = self.root / "run"
             opts["lc_messages_dir"] = self.root / "run" / "share" / self._share_name()
         for key, value in self.extra_options.items():
-            opts[_norm_key(key)] = value
+            opts[option_key(key)] = value
         return opts
 
     def _share_name(self) -> str:
@@ -515,11 +403,11 @@ class EmbeddedMariaDB:
 
     def _spawn(self, mariadbd: str) -> None:
         cmd = [mariadbd, f"--defaults-file={self.cnf_path}"]
-        if _is_root():
+        if running_as_root():
             cmd.append("--user=root")
         with contextlib.suppress(FileNotFoundError):
             self._socket.unlink()
-        preexec = _die_with_parent_fn()
+        preexec = die_with_parent_fn()
         out = open(self._stdio_log, "ab")
         try:
             self._proc = subprocess.Popen(
@@ -536,7 +424,7 @@ class EmbeddedMariaDB:
                 rc = None if self._proc is None else self._proc.returncode
                 raise EmbeddedServerError(
                     f"{self.SERVER_BINARY} exited with code {rc} during start-up; the end of "
-                    f"{self.error_log}:\n{_tail(self.error_log)}")
+                    f"{self.error_log}:\n{log_tail(self.error_log)}")
             try:
                 conn = self._admin_connection(timeout=2)
             except pymysql.MySQLError as e:
@@ -547,7 +435,7 @@ class EmbeddedMariaDB:
             return
         raise EmbeddedServerError(
             f"{self.SERVER_BINARY} did not accept connections within {self.startup_timeout:.0f} s "
-            f"(last error: {last}); the end of {self.error_log}:\n{_tail(self.error_log)}")
+            f"(last error: {last}); the end of {self.error_log}:\n{log_tail(self.error_log)}")
 
     def _admin_connection(self, timeout: float = 10) -> pymysql.connections.Connection:
         """Root over the Unix socket (root@localhost always exists), else over TCP."""
@@ -650,135 +538,3 @@ class EmbeddedMariaDB:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
         if self._own_basedir:
             shutil.rmtree(self.basedir, ignore_errors=True)
-
-
-class EmbeddedMySQL(EmbeddedMariaDB):
-    """A private MySQL ``mysqld`` (8.0+) with a row-based binlog and GTID mode on.
-
-    The same interface as :class:`EmbeddedMariaDB`; the datadir is made with
-    ``mysqld --initialize-insecure`` (root@localhost without a password), the X plugin is off
-    and ``secure_file_priv`` is empty.  Normally run from a private root
-    (``EmbeddedMySQL(root=server_root("mysql-9.7"))``); without one, ``mysqld`` is looked up
-    on the system (``$MYSQLD``).
-    """
-
-    FLAVOR = "mysql"
-    SERVER_BINARY = "mysqld"
-
-    def _server_binary(self) -> str:
-        if self.root is not None:
-            return super()._server_binary()
-        found = find_executable(["mysqld"], env_var="MYSQLD")
-        if found is None:
-            raise ConfigurationError(
-                "the MySQL server binary `mysqld` was not found; make a private root with "
-                "`tools/server_root.sh mysql-9.7` or point MYSQLD at the binary")
-        return found
-
-    def _install_command(self, mysqld: str) -> list[str]:
-        cmd = [mysqld, "--no-defaults", "--initialize-insecure", f"--datadir={self._datadir}",
-               f"--tmpdir={self._tmpdir()}"]
-        if self.root is not None:
-            cmd += [f"--basedir={self.root / 'run'}",
-                    f"--lc-messages-dir={self.root / 'run' / 'share' / 'mysql'}"]
-        if _is_root():
-            cmd.append("--user=root")
-        return cmd
-
-    def _install_db(self, mysqld: str) -> None:
-        # mysqld --initialize wants to create the datadir itself
-        if self._datadir.exists() and not any(self._datadir.iterdir()):
-            self._datadir.rmdir()
-        self._datadir.parent.mkdir(parents=True, exist_ok=True)
-        cmd = self._install_command(mysqld)
-        log = self.basedir / "install-db.log"
-        with open(log, "wb") as out:
-            try:
-                rc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, timeout=180,
-                                    cwd=self.basedir).returncode
-            except subprocess.TimeoutExpired:
-                rc = "timeout"
-        if rc != 0:
-            shutil.rmtree(self._datadir, ignore_errors=True)
-            raise EmbeddedServerError(
-                f"`{' '.join(cmd)}` failed ({rc}); its output ends with:\n{_tail(log)}")
-
-    def _share_name(self) -> str:
-        return "mysql"
-
-    def seq_table(self, last: int, first: int = 1) -> str:
-        """The integers first..last in column ``seq`` (MySQL has no sequence engine: a
-        JSON_TABLE)."""
-        first, n = int(first), int(last) - int(first) + 1
-        return (f"(SELECT o + {first - 1} AS seq FROM JSON_TABLE(CONCAT('[', REPEAT('0,', "
-                f"{n - 1}), '0]'), '$[*]' COLUMNS (o FOR ORDINALITY)) AS jt) AS seq_{first}_{n}")
-
-    def gtid_executed(self) -> str:
-        return str(self.execute("SELECT @@GLOBAL.gtid_executed")[0][0]).replace("\n", "")
-
-    def _options(self) -> dict[str, Any]:
-        opts: dict[str, Any] = {
-            "datadir": self._datadir,
-            "bind_address": self.HOST,
-            "port": self._port,
-            "socket": self._socket,
-            "pid_file": self.pid_file,
-            "tmpdir": self._tmpdir(),
-            "log_error": self.error_log,
-            "log_bin": self.log_bin_path,
-            "binlog_format": "ROW",
-            "binlog_row_image": "FULL",
-            "binlog_row_metadata": "FULL",
-            "server_id": self.server_id,
-            "gtid_mode": "ON",
-            "enforce_gtid_consistency": "ON",
-            "skip_name_resolve": None,
-            "mysqlx": "OFF",
-            "secure_file_priv": "",
-            "innodb_buffer_pool_size": "64M",
-            "innodb_redo_log_capacity": "64M",
-            "innodb_flush_log_at_trx_commit": 2,
-            "sync_binlog": 0,
-            "performance_schema": "ON",
-            "max_allowed_packet": "64M",
-            "character_set_server": "utf8mb4",
-            "max_connections": 200,
-        }
-        if self.root is not None:
-            opts["basedir"] = self.root / "run"
-            opts["lc_messages_dir"] = self.root / "run" / "share" / "mysql"
-        for key, value in self.extra_options.items():
-            opts[_norm_key(key)] = value
-        return opts
-
-    def _grants(self) -> str:
-        # log_status (a chunk's exact binlog position) needs BACKUP_ADMIN
-        return ("REPLICATION SLAVE, REPLICATION CLIENT, SELECT, RELOAD, PROCESS, "
-                "SHOW DATABASES, BACKUP_ADMIN")
-
-
-# --- tie the server's life to ours (Linux) -----------------------------------------------------
-
-def _die_with_parent_fn():
-    """A ``preexec_fn`` that makes the child get SIGTERM when we die, or ``None``.
-
-    PR_SET_PDEATHSIG fires when the *thread* that forked dies, so it is only used from the
-    main thread, whose end is the end of the process.  libc is loaded here, in the parent:
-    the child (between fork and exec) must not import anything.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    try:
-        import ctypes
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except Exception:
-        return None
-    sig = int(signal.SIGTERM)
-
-    def preexec() -> None:
-        prctl(1, sig)  # PR_SET_PDEATHSIG
-
-    return preexec

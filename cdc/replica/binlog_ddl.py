@@ -1,0 +1,72 @@
+"""The DDL statements of a stretch of the server's binlog, read with ``SHOW BINLOG EVENTS`` on an
+ordinary SQL connection (the replication account's privileges suffice): what a schema history
+read from information_schema needs to know to say where the read is exact
+(:mod:`cdc.replica.seeding`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, NamedTuple
+
+from cdc.schema.sqltext import ddl_head
+from cdc.schema.versions import point_key
+
+__all__ = ["Statement", "ddl_statements"]
+
+#: events asked for at a time
+PAGE = 5000
+
+_USE = re.compile(r"use `((?:[^`]|``)*)`; ", re.S)
+
+
+class Statement(NamedTuple):
+    """A DDL statement of the binlog: its QUERY event's (file, position, end position), its
+    default database (None: none) and text."""
+
+    file: str
+    pos: int
+    end_pos: int
+    schema: str | None
+    sql: str
+
+
+def _text(v) -> str:
+    return v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else str(v)
+
+
+def _statement(file: str, row) -> Statement | None:
+    _log, pos, kind, _server, end, info = row[:6]
+    if _text(kind) != "Query" or info is None:
+        return None
+    text, schema = _text(info), None
+    m = _USE.match(text)
+    if m:
+        schema, text = m.group(1).replace("``", "`"), text[m.end():]
+    if ddl_head(text) is None:
+        return None
+    return Statement(file, int(pos), int(end), schema, text)
+
+
+def ddl_statements(query: Callable, start: tuple, end: tuple) -> list[Statement]:
+    """The DDL statements the binlog holds from *start* = (file, pos) up to *end* = (file, pos),
+    the binlog's end (both event boundaries), in binlog order."""
+    if point_key(*start) >= point_key(*end):
+        return []
+    files = [_text(r[0]) for r in query("SHOW BINARY LOGS", None)]
+    ends_at = point_key(*end)
+    wanted = [f for f in files if point_key(start[0], 0) <= point_key(f, 0) <= point_key(end[0], 0)]
+    out: list[Statement] = []
+    for file in wanted:
+        pos = start[1] if file == start[0] else 4
+        while True:
+            rows = query(f"SHOW BINLOG EVENTS IN %s FROM {int(pos)} LIMIT {PAGE}", (file,))
+            for row in rows:
+                if point_key(file, int(row[1])) >= ends_at:
+                    return out
+                st = _statement(file, row)
+                if st is not None:
+                    out.append(st)
+            if len(rows) < PAGE:
+                break
+            pos = int(rows[-1][4])
+    return out
