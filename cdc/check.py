@@ -157,7 +157,8 @@ def _table_findings(everything: list[str], include: Sequence[str], exclude: Sequ
             continue
         if _is_glob(pattern):
             out.append(Finding(WARN, "tables", f"includeTables pattern {pattern!r} matches no "
-                                               f"table on {where} (yet)", ConfigurationError))
+                                               f"table on {where} (yet) that {account} can see",
+                               ConfigurationError))
             continue
         close = difflib.get_close_matches(pattern.lower(), [t.lower() for t in everything], 1)
         hint = f" (did you mean {close[0]}?)" if close else ""
