@@ -29,7 +29,7 @@ from cdc.positions import Start
 from cdc.replica import preflight
 from cdc.replica.config import ReplicaConfig, SslOptions
 from cdc.replica.preflight import FAIL, PASS, WARN, Finding
-from cdc.replica.protocol import parse_server_version, quote_account
+from cdc.replica.server import quote_account, server_of
 from cdc.replica.sql import connect, fetch_rows
 from cdc.snapshot.plan import estimated_rows, list_tables, quote_name
 
@@ -82,7 +82,7 @@ def run_checks(config: ReplicaConfig, *, include: Sequence[str] = (),
 
 def _checks(conn, query, config, where, *, include, exclude, start, snapshot, upsert,
             rows_per_second, sink_check, binlog) -> list[Finding]:
-    info = parse_server_version(conn.get_server_info())
+    info = server_of(conn)
     account = quote_account(str(query("SELECT CURRENT_USER()")[0][0]))
     out = [Finding(PASS, "connection", f"connected to {where} ({info.flavor} "
                                        f"{'.'.join(map(str, info.version))}) as {account}"),
@@ -157,7 +157,8 @@ def _table_findings(everything: list[str], include: Sequence[str], exclude: Sequ
             continue
         if _is_glob(pattern):
             out.append(Finding(WARN, "tables", f"includeTables pattern {pattern!r} matches no "
-                                               f"table on {where} (yet)", ConfigurationError))
+                                               f"table on {where} (yet) that {account} can see",
+                               ConfigurationError))
             continue
         close = difflib.get_close_matches(pattern.lower(), [t.lower() for t in everything], 1)
         hint = f" (did you mean {close[0]}?)" if close else ""

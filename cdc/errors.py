@@ -211,6 +211,16 @@ class ServerUnreachableError(TransientServerError):
     connection lost after a first success retries it (the server may be restarting)."""
 
 
+def connect_reason(e: BaseException) -> str:
+    """A connect error without the "connection lost" framing of :class:`TransientServerError`
+    (it never connected): the server's message and code."""
+    code = getattr(e, "code", None)
+    cause = e.__cause__
+    if code is not None and cause is not None and len(getattr(cause, "args", ())) > 1:
+        return f"{cause.args[1]} [error {code}]"
+    return str(e)
+
+
 def map_server_error(code: int, message: str, *, user: str | None = None,
                      where: str | None = None, start: str | None = None,
                      grant: str | None = None, password_hint: str | None = None) -> CdcError:
@@ -266,18 +276,42 @@ def _map_1236(message: str, srv: str, at: str, start: str | None) -> CdcError:
         return ServerIdConflictError(
             f"another replica connected to the server{at} with the same server_id, and the "
             f"server dropped this one: give every replica a unique server_id [{srv}]")
-    if "max_allowed_packet" in low:
+    at_start = _failed_at_start(message)
+    if "max_allowed_packet" in low and not at_start:
         return ServerConfigError(
             f"an event is larger than the server's max_allowed_packet{at}: raise it (SET GLOBAL "
             f"max_allowed_packet=1073741824) [{srv}]")
     if "checksum" in low:
         return ServerConfigError(f"binlog checksum negotiation failed{at} [{srv}]")
-    if "position > file size" in low or "position is larger" in low or "start from position" \
-            in low or "binlog truncated" in low or "wrong offset" in low or "bogus data" in low:
-        return ConfigurationError(
-            f"the requested start{asked} is not a valid event position in that binlog file{at}; "
-            f"use a position printed by SHOW BINARY LOGS / a transaction's end_pos [{srv}]")
+    if at_start or "position > file size" in low or "position is larger" in low or \
+            "start from position" in low or "binlog truncated" in low or "wrong offset" in low \
+            or "bogus data" in low:
+        return not_an_event_start(start, at, srv)
     return ReplicationError(f"the server{at} cannot send the binlog{asked} [{srv}]")
+
+
+def not_an_event_start(start: str | None, at: str, detail: str) -> ConfigurationError:
+    """The error for a requested start (*start*: ``"file mysql-bin.000003 position 200"``) that
+    is not where an event begins; *at*: `` (host:port)``; *detail*: what the server said."""
+    asked = f" for {start}" if start else ""
+    return ConfigurationError(
+        f"the requested start{asked} is not a valid event position in that binlog file{at}; "
+        f"use a position printed by SHOW BINARY LOGS / a transaction's end_pos [{detail}]")
+
+
+# "... the first event 'mysql-bin.000001' at 5, the last event read from '...' at 127, the last
+# byte read from '.../mysql-bin.000001' at 24."
+_DUMP_PLACES = re.compile(r"first event '[^']*' at (\d+).*last byte read from '[^']*' at (\d+)",
+                          re.S)
+
+
+def _failed_at_start(message: str) -> bool:
+    """Whether a dump error is about the event header at the requested start itself (the server
+    read no more than a header's 19 bytes from there): a start that is not where an event
+    begins -- its "event length" is whatever bytes are there, often more than
+    max_allowed_packet."""
+    m = _DUMP_PLACES.search(message)
+    return m is not None and 0 < int(m.group(2)) - int(m.group(1)) <= 19
 
 
 def is_transient(exc: BaseException) -> bool:

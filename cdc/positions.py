@@ -217,11 +217,11 @@ class Position:
         return f"--file {self.file} --pos {self.pos}{xa}"
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.pos}"
+        where = f"{self.file}:{self.pos}" if self.file or self.gtid is None else ""
         if isinstance(self.gtid, GtidSet):
-            where = f"{where} gtid_set={self.gtid}"
+            where = f"{where} gtid_set={self.gtid}".lstrip()
         elif isinstance(self.gtid, MariaGtidPosition):
-            where = f"{where} gtid={self.gtid}"
+            where = f"{where} gtid={self.gtid}".lstrip()
         return where + _holding(self.prepared)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from cdc.errors import ConfigurationError, SchemaError
 from cdc.replica.metadata import read_columns
+from cdc.replica.server import check_table_select
 from cdc.values.types import ColumnDef
 
 
@@ -19,6 +20,7 @@ def columns_from_server(conn, db: str, table: str) -> list[ColumnDef]:
             return cur.fetchall()
     server = read_columns(query, db, table)
     if not server:
+        check_table_select(query, db, table, user=conn.user, where=f"{conn.host}:{conn.port}")
         raise ConfigurationError(f"option table: {db}.{table} does not exist on the server (or "
                                  f"the user cannot see it in information_schema)")
     out = []

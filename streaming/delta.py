@@ -55,7 +55,8 @@ import pyarrow as pa
 from cdc.values.types import ColumnDef
 from cdc.errors import ConfigurationError, SchemaError
 from cdc.replica.config import ReplicaConfig
-from cdc.replica.sql import SqlSession, connect
+from cdc.replica.server import primary_key
+from cdc.replica.sql import SqlSession, connect, fetch_rows
 
 from streaming.catalog import columns_from_server
 from streaming.delta_schema import SCHEMA_CHANGE, apply_schema_changes
@@ -70,12 +71,6 @@ from streaming.options import UPSERT_FIELDS
 log = logging.getLogger("binlog_cdc.delta")
 
 OP_COLUMN = "_cdc_op"     # the change kind carried next to the columns in the MERGE source
-
-PRIMARY_KEY_SQL = (
-    "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE "
-    "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND CONSTRAINT_NAME = 'PRIMARY' "
-    "ORDER BY ORDINAL_POSITION")
-
 
 class TableInfo(NamedTuple):
     """What the upserter needs to know about one source table."""
@@ -94,9 +89,7 @@ ColumnSource = Callable[[str, str], TableInfo]
 def table_info_from_server(conn, db: str, table: str) -> TableInfo:
     """Columns (``information_schema.COLUMNS``) and primary key of ``db.table``."""
     columns = columns_from_server(conn, db, table)
-    with conn.cursor() as cur:
-        cur.execute(PRIMARY_KEY_SQL, (db, table))
-        pk = [str(r[0]) for r in cur.fetchall()]
+    pk = primary_key(lambda sql, args: fetch_rows(conn, sql, args), db, table)
     for c in columns:
         c.primary_key = c.name in pk
     return TableInfo(columns, pk)

@@ -23,6 +23,7 @@ from cdc.errors import BinlogPurgedError
 from cdc.positions import Position, Start, parse_gtid_state, purged_error
 from cdc.replica.client import ReplicaClient
 from cdc.replica.failover import check_contained, mysql_state_at
+from cdc.replica.server import ServerInfo, server_of
 from cdc.replica.sql import SqlSession, binary_logs, binlog_status, connect
 
 from streaming.options import SourceOptions
@@ -58,19 +59,18 @@ class Driver:
         self.opts = opts
         # The same bounded, configurable budget as the tasks' connections (TASK_RETRY): a
         # restart of the source must not fail the query in latestOffset.
-        config = opts.replica_config()
+        config = self.config = opts.replica_config()
         self.sql = SqlSession(lambda: connect(config), retry=config.retry, where=opts.describe())
-        self.mariadb: bool | None = None
+        self._server: ServerInfo | None = None
         self.anchor: Position | None = None
         self.boundaries: list[Boundary] = []
         self.scanned_to: Key | None = None   # the server end fully scanned
         self.server_end: Position | None = None
         self.available_now_end: Key | None = None
-        self.status_sql: str | None = None   # the SHOW ... STATUS spelling the server knows
         self.snapshot_tables: dict = {}      # db.table -> SnapshotTable (streaming.snapshot)
         self.snapshot_progress = None        # cdc.snapshot.progress.SnapshotProgress, in memory
         # the stream's schema history (streaming.schema_history): in the offsets once in use
-        self.schema = StreamHistory(opts, self.query, lambda: self.status_sql)
+        self.schema = StreamHistory(opts, self.query)
         # offset JSON -> the position on this server it resumes at (Driver.offset)
         self._resumes: dict[str, Position] = {}
         self._moved: set[str] = set()    # of those, the ones resumed by GTID elsewhere
@@ -80,16 +80,17 @@ class Driver:
         return self.opts.describe()
 
     def query(self, sql: str, args=None) -> list[tuple]:
-        rows = self.sql.query(sql, args)
-        if self.mariadb is None:
-            self.mariadb = "mariadb" in str(self.sql.conn.get_server_info()).lower()
-        return rows
+        return self.sql.query(sql, args)
+
+    @property
+    def server(self) -> ServerInfo:
+        """The server's flavour and version (from the connection's handshake, once)."""
+        if self._server is None:
+            self._server = self.sql.run(server_of)
+        return self._server
 
     def is_mariadb(self) -> bool:
-        """The server's flavour (asked once)."""
-        if self.mariadb is None:
-            self.query("SELECT 1")
-        return bool(self.mariadb)
+        return self.server.is_mariadb
 
     def offset(self, d) -> Position:
         """A Spark offset back into a position on this server, its GTID text read in the
@@ -145,14 +146,13 @@ class Driver:
         self.sql.close()
 
     def binary_logs(self) -> list[tuple[str, int]]:
-        return binary_logs(self.query)
+        return self.sql.ask(binary_logs, self.config)
 
     def master_status(self) -> Position:
         """The end of the binlog now (on MySQL with the executed GTID set there)."""
-        st = binlog_status(self.query, first=self.status_sql, where=self.where)
-        self.status_sql = st.statement
-        self.server_end = Position(st.end.file, st.end.pos)
-        return st.end
+        end = self.sql.ask(binlog_status, self.config)
+        self.server_end = Position(end.file, end.pos)
+        return end
 
     def gtid_at(self, file: str, pos: int, mysql_set=None):
         """The GTID state at *file*:*pos*: MariaDB's ``BINLOG_GTID_POS`` there; on MySQL the

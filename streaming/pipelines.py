@@ -31,7 +31,9 @@ import logging
 from dataclasses import dataclass
 
 from cdc.errors import ConfigurationError
+from cdc.replica.server import read_primary_keys, system_schemas_sql
 from cdc.replica.sql import connect, fetch_rows
+from cdc.snapshot.plan import list_tables
 
 from streaming.layout import META_COLUMNS
 from streaming.options import SourceOptions
@@ -59,27 +61,15 @@ def primary_keys(opts: SourceOptions, tables: str) -> dict[tuple[str, str], list
     filt = SourceOptions.parse({"includeTables": tables}).table_filter()
     conn = connect(opts.replica_config())
     try:
-        rows = fetch_rows(conn, (
-            "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, k.COLUMN_NAME "
-            "FROM information_schema.TABLES t LEFT JOIN information_schema.KEY_COLUMN_USAGE k "
-            "ON k.TABLE_SCHEMA = t.TABLE_SCHEMA AND k.TABLE_NAME = t.TABLE_NAME "
-            "AND k.CONSTRAINT_NAME = 'PRIMARY' "
-            "WHERE t.TABLE_TYPE = 'BASE TABLE' AND t.TABLE_SCHEMA NOT IN "
-            "('mysql', 'information_schema', 'performance_schema', 'sys') "
-            "ORDER BY t.TABLE_SCHEMA, t.TABLE_NAME, k.ORDINAL_POSITION"))
+        def query(sql, args=None):
+            return fetch_rows(conn, sql, args)
+        names = set(list_tables(query, filt))
+        pks = read_primary_keys(query, f"s.TABLE_SCHEMA NOT IN ({system_schemas_sql()})")
     finally:
         conn.close()
-    keys: dict[tuple[str, str], list[str]] = {}
-    for db, table, column in rows:
-        if filt is not None and not filt(f"{db}.{table}"):
-            continue
-        cols = keys.setdefault((db, table), [])
-        if column is not None:
-            cols.append(column)
-    for (db, table), cols in list(keys.items()):
-        if not cols:
-            log.warning("%s.%s has no primary key: no AutoCDC flow for it", db, table)
-            del keys[(db, table)]
+    keys = {(db, table): cols for (db, table), cols in pks.items() if f"{db}.{table}" in names}
+    for name in sorted(names - {f"{db}.{table}" for db, table in keys}):
+        log.warning("%s has no primary key: no AutoCDC flow for it", name)
     return keys
 
 

@@ -28,7 +28,6 @@ import logging
 from cdc.errors import BinlogPurgedError, CdcError
 from cdc.positions import Position, Start
 from cdc.replica.history_state import use_history
-from cdc.replica.protocol import parse_server_version
 from cdc.replica.seeding import HistorySource, read_collations
 from cdc.replica.sql import mysql_error
 from cdc.schema.history import SchemaHistory
@@ -51,13 +50,11 @@ def history_state(offset) -> dict | None:
 
 class StreamHistory:
     """The driver's schema history (see the module); *query* is the driver's SQL
-    (``query(sql, args)``), *status_sql* gives the ``SHOW ... STATUS`` spelling the server
-    knows."""
+    (``query(sql, args)``)."""
 
-    def __init__(self, opts: SourceOptions, query, status_sql=lambda: None):
+    def __init__(self, opts: SourceOptions, query):
         self.opts = opts
         self._query = query
-        self.status_sql = status_sql
         self.history: SchemaHistory | None = None
         self.fed_to: Position | None = None    # the driver's scans fed statements up to here
         self._source: HistorySource | None = None
@@ -78,11 +75,7 @@ class StreamHistory:
         """The information_schema side, on the driver's SQL session."""
         if self._source is None:
             self._source = HistorySource(self.opts.replica_config(), self.query)
-        src = self._source
-        version = self.query("SELECT VERSION()", None)
-        src.server = (parse_server_version(str(version[0][0]) if version else ""),
-                      self.status_sql() or "SHOW MASTER STATUS")
-        return src
+        return self._source
 
     def shared(self) -> SchemaHistory | None:
         """The history the driver's scan clients share (made unseeded if there is none yet)."""

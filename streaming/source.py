@@ -21,10 +21,10 @@ How a stream works
 ------------------
 * Offsets are transaction boundaries (:mod:`streaming.offsets`); the planning arithmetic
   is in :mod:`streaming.planning`, the driver's server queries in :mod:`streaming.driver`.
-* The driver-side reader only tracks positions: ``SHOW MASTER STATUS`` for the end of the
-  binlog, and the boundaries of the transactions after the last offset (one non-blocking
-  replication connection reads them; row images are not decoded unless ``maxEventsPerTrigger``
-  needs the number of rows).
+* The driver-side reader only tracks positions: the end of the binlog (``SHOW BINARY LOG
+  STATUS``, ``SHOW MASTER STATUS`` before MySQL 8.2), and the boundaries of the transactions
+  after the last offset (one non-blocking replication connection reads them; row images are not
+  decoded unless ``maxEventsPerTrigger`` needs the number of rows).
 * ``partitions(start, end)`` cuts the range into chunks at transaction boundaries: one per binlog
   file at least, and files split into byte-balanced chunks (``minPartitions``,
   ``maxBytesPerPartition``). Each chunk is read by a task over its own replication connection
@@ -71,7 +71,7 @@ from cdc.binlog.transactions import TransactionAssembler
 from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
 from cdc.positions import Position, Start, parse_gtid_state
 from cdc.replica.history_state import restore_history, use_history
-from cdc.replica.sql import binlog_status, connect, fetch_rows, resolve_start
+from cdc.replica.sql import ask_on, binlog_status, connect, resolve_start
 
 from streaming.batches import BatchBuilder, record_batches
 from streaming.bounded import BoundedBatchReader
@@ -133,8 +133,8 @@ class BinlogCdcDataSource(DataSource):
                 conn = connect(opts.replica_config())
                 try:
                     # DDL from here on changes the shape after it was read (typed mode stops)
-                    status = binlog_status(lambda sql: fetch_rows(conn, sql), where=opts.describe())
-                    self._schema_point = (status.end.file, status.end.pos)
+                    end = ask_on(conn, binlog_status, opts.replica_config())
+                    self._schema_point = (end.file, end.pos)
                     self._columns = columns_from_server(conn, db, table)
                 finally:
                     conn.close()
@@ -346,7 +346,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if spec.kind == "latest":
             end = d.master_status()
             return Position(end.file, end.pos, d.gtid_at(end.file, end.pos, end.gtid))
-        first = resolve_start(d.query, spec, where=d.where)          # earliest
+        first = resolve_start(d.query, spec, d.server, d.config)          # earliest
         return Position(first.file, first.pos, d.gtid_at_oldest(first.file))
 
     def getDefaultReadLimit(self) -> ReadLimit:

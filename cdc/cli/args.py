@@ -89,7 +89,7 @@ def add_start_arguments(p: argparse.ArgumentParser, title: str) -> None:
     s = p.add_argument_group(title)
     s.add_argument("--gtid", metavar="SET",
                    help="MySQL: the GTID set already seen ('uuid:1-42'); MariaDB: the GTID "
-                        "position ('0-1-42')")
+                        "position ('0-1-42'); '' (none seen): all the binlog the server has")
     s.add_argument("--file", help="binlog file to start in")
     s.add_argument("--pos", type=int, help="position in --file (default 4: its start)")
     s.add_argument("--from", dest="start_at", choices=("latest", "earliest"), default=None,
@@ -117,6 +117,8 @@ def _start(args) -> Start:
     if args.pos is not None and args.file is None:
         raise ConfigurationError("--pos needs --file")
     if args.gtid is not None:
+        if not args.gtid.strip():       # nothing seen yet: all the binlog the server has
+            return Start.gtid_set("")
         start = Start.parse(args.gtid)
         if not start.is_gtid:
             raise ConfigurationError(f"--gtid {args.gtid!r} is neither a MySQL GTID set "

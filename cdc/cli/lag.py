@@ -12,8 +12,9 @@ A :class:`~cdc.replica.client.ReplicaClient` follows the server (from its curren
 
 * ``lag_seconds``: now minus the commit time of the last transaction received; 0 when caught
   up (no bytes behind, or a heartbeat said the server has nothing more); null while unknown;
-* ``behind_bytes``: the server's binlog end (``SHOW MASTER STATUS``) minus the client's position,
-  summed over the files in between (``SHOW BINARY LOGS``);
+* ``behind_bytes``: the server's binlog end (``SHOW BINARY LOG STATUS``, ``SHOW MASTER STATUS``
+  before MySQL 8.2) minus the client's position, summed over the files in between (``SHOW
+  BINARY LOGS``);
 * ``tx_per_s`` / ``rows_per_s``: transactions and row changes received per second since the
   previous sample.
 
@@ -38,7 +39,7 @@ from cdc.cli.args import (add_connection_arguments, add_start_arguments, config_
 from cdc.errors import CdcError, ConfigurationError, ServerConnectionError, is_transient
 from cdc.positions import Position
 from cdc.replica.client import ReplicaClient
-from cdc.replica.config import RetryPolicy
+from cdc.replica.config import ReplicaConfig, RetryPolicy
 from cdc.replica.sql import SqlSession, binary_logs, binlog_status, connect
 
 __all__ = ["LagSample", "LagMonitor", "ServerStatus", "plot_samples",
@@ -49,29 +50,25 @@ PLOT_HINT = "pip install matplotlib (or, in a checkout, pip install -e '.[plot]'
 
 class ServerStatus:
     """The server's binlog end and file sizes over an ordinary SQL connection (made by
-    *connect*, a callable returning a PyMySQL connection); reconnects after an error."""
+    *connect*, a callable returning a PyMySQL connection, to the source of *config*);
+    reconnects after an error."""
 
-    def __init__(self, connect: Callable[[], object]):
+    def __init__(self, connect: Callable[[], object], config: ReplicaConfig | None = None):
         self.sql = SqlSession(connect, retries=0)
-        self._end_sql: str | None = None
+        self.config = config
 
     def end(self) -> Position:
         """Where the server writes its next event."""
-        import pymysql
-        try:
-            st = binlog_status(self.sql.query, first=self._end_sql)
-        except pymysql.err.MySQLError:
-            self.close()
-            raise
-        self._end_sql = st.statement
-        return st.end
+        return self._ask(binlog_status)
 
     def binary_logs(self) -> list[tuple[str, int]]:
-        import pymysql
+        return self._ask(binary_logs)
+
+    def _ask(self, ask):
         try:
-            return binary_logs(self.sql.query)
-        except pymysql.err.MySQLError:
-            self.close()
+            return self.sql.ask(ask, self.config)
+        except Exception:
+            self.close()        # the next call reconnects
             raise
 
     def close(self) -> None:
@@ -125,7 +122,7 @@ class LagMonitor:
 
     def __init__(self, client: ReplicaClient, status: ServerStatus | None = None):
         self.client = client
-        self.status = status or ServerStatus(lambda: connect(client.config))
+        self.status = status or ServerStatus(lambda: connect(client.config), client.config)
         self.transactions = 0
         self.rows = 0
         self.error: BaseException | None = None

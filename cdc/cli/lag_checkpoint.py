@@ -24,7 +24,7 @@ from cdc.errors import CdcError
 from cdc.positions import Position
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import RetryPolicy
-from cdc.replica.sql import binary_logs, binlog_status, connect, fetch_rows, mysql_error
+from cdc.replica.sql import ask_on, binary_logs, binlog_status, connect, mysql_error
 
 __all__ = ["CheckpointLag", "measure", "run_checkpoint_lag", "SCAN_BYTES"]
 
@@ -86,9 +86,8 @@ def _server_end(config, at: Position) -> tuple[Position, list | None]:
     import pymysql
     conn = connect(config)
     try:
-        query = lambda sql: fetch_rows(conn, sql)      # noqa: E731
-        end = binlog_status(query, where=config.where).end
-        return end, binary_logs(query) if at.file != end.file else None
+        end = ask_on(conn, binlog_status, config)
+        return end, ask_on(conn, binary_logs, config) if at.file != end.file else None
     except pymysql.err.MySQLError as e:
         err = mysql_error(e, config)
         raise (err if err is not e else CdcError(f"cannot read the binlog end of "

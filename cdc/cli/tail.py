@@ -31,7 +31,7 @@ from cdc.errors import ServerConnectionError, TransientServerError
 from cdc.positions import Position
 from cdc.replica.client import ReplicaClient
 from cdc.replica.config import ON_UNPARSED_DDL, RetryPolicy
-from cdc.replica.sql import binlog_status, connect, fetch_rows
+from cdc.replica.sql import ask_on, binlog_status, connect
 from cdc.schema.changes import type_text
 
 
@@ -148,7 +148,7 @@ def binlog_end(client: ReplicaClient) -> Position:
     """The end of the source's binlog now, asked on a connection of its own."""
     conn = connect(client.config)
     try:
-        return binlog_status(lambda sql: fetch_rows(conn, sql), where=client.where).end
+        return ask_on(conn, binlog_status, client.config)
     finally:
         conn.close()
 
@@ -184,6 +184,7 @@ def run_tail(args) -> int:
     render = change_json if args.format == "jsonl" else change_text
     out = sys.stdout
     printed = True  # every transaction yielded so far was printed in full
+    failed = False
     try:
         with on_sigterm(_interrupt):
             end = None
@@ -215,11 +216,18 @@ def run_tail(args) -> int:
                     break
     except KeyboardInterrupt:
         pass
+    except BaseException:
+        failed = True
+        raise
     finally:
         client.close()
         # Interrupted in the middle of printing a transaction: resume before it.
         resume = client.position if printed else client.previous_position
-        if resume is not None and (resume.mode != "file" or resume.file):
+        # A failure before any transaction: the start given is the one to resume from (the
+        # error says what is wrong with it); a start the server resolved is news, though.
+        reached = not failed or client.transactions_delivered > 0 or \
+            client.start.kind in ("earliest", "latest")
+        if reached and resume is not None and (resume.mode != "file" or resume.file):
             how = resume.cli_args()
             if schema_file and resume.file:
                 save_schema_file(schema_file, client, resume)

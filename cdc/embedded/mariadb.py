@@ -6,7 +6,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -21,7 +20,8 @@ import pymysql
 from cdc.embedded.process import (INSTALL_HINT, die_with_parent_fn, find_executable, free_port,
                                   log_tail, option_key, running_as_root)
 from cdc.errors import ConfigurationError, EmbeddedServerError
-from cdc.replica.sql import fetch_rows
+from cdc.replica.server import ServerInfo, parse_server_version
+from cdc.replica.sql import binlog_status, fetch_rows
 
 __all__ = ["EmbeddedMariaDB"]
 
@@ -135,9 +135,13 @@ class EmbeddedMariaDB:
         return self._version
 
     @property
+    def server_info(self) -> ServerInfo:
+        """The running server's flavour and version."""
+        return parse_server_version(self.version)
+
+    @property
     def version_tuple(self) -> tuple[int, int, int]:
-        m = re.match(r"(\d+)\.(\d+)\.(\d+)", self.version)
-        return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else (0, 0, 0)
+        return self.server_info.version
 
     @property
     def pid(self) -> int | None:
@@ -223,16 +227,8 @@ class EmbeddedMariaDB:
 
     def current_position(self) -> tuple[str, int]:
         """``(file name, position)`` where the next event will be written."""
-        rows = None
-        for statement in ("SHOW BINARY LOG STATUS", "SHOW MASTER STATUS", "SHOW BINLOG STATUS"):
-            try:
-                rows = self.execute(statement)
-                break
-            except pymysql.MySQLError:
-                continue
-        if not rows:
-            raise EmbeddedServerError("SHOW MASTER STATUS returned nothing: is log-bin on?")
-        return rows[0][0], int(rows[0][1])
+        end = binlog_status(self.execute, self.server_info)
+        return end.file, end.pos
 
     def snapshot_binlogs(self, dest: str | Path, since_file: str | None = None) -> list[Path]:
         """``FLUSH BINARY LOGS`` then copy every closed binlog file into ``dest``.

@@ -50,16 +50,16 @@ from cdc.binlog.events import HeartbeatEvent, QueryEvent, RotateEvent, TableMapE
 from cdc.binlog.gtid import GtidSet
 from cdc.binlog.parser import BinlogParser
 from cdc.binlog.transactions import Transaction, TransactionAssembler
-from cdc.errors import (CdcError, ConfigurationError, ConnectionLost, ProtocolError,
-                        ServerConnectionError, ServerUnreachableError, is_transient,
-                        map_server_error)
+from cdc.errors import (CdcError, ConfigurationError, ConnectionLost, ParseError, ProtocolError,
+                        ServerConnectionError, ServerUnreachableError, connect_reason,
+                        is_transient, map_server_error, not_an_event_start)
 from cdc.positions import Position, Start
 from cdc.replica import preflight
 from cdc.replica.config import ReplicaConfig
 from cdc.replica.packets import PacketReader, frame, is_eof, parse_err, take_over
-from cdc.replica.protocol import (ServerInfo, binlog_dump, dump_flags,
-                                  binlog_dump_gtid, grant_statement, heartbeat_period_ns,
-                                  parse_server_version, quote_account, register_slave)
+from cdc.replica.protocol import (binlog_dump, binlog_dump_gtid, dump_flags, heartbeat_period_ns,
+                                  register_slave)
+from cdc.replica.server import ServerInfo, grant_statement, quote_account, server_of
 from cdc.replica.metadata import TableMetadata
 from cdc.replica.prepared import read_prepared
 from cdc.replica.seeding import HistorySource
@@ -72,15 +72,6 @@ log = logging.getLogger("cdc.replica")
 
 class _Closed(Exception):
     """close() was called: stop quietly."""
-
-
-def _reason(e: BaseException) -> str:
-    """A connect error without the "connection lost" framing (it never connected)."""
-    code = getattr(e, "code", None)
-    cause = e.__cause__
-    if code is not None and cause is not None and len(getattr(cause, "args", ())) > 1:
-        return f"{cause.args[1]} [error {code}]"
-    return str(e)
 
 
 class ReplicaClient:
@@ -139,7 +130,7 @@ class ReplicaClient:
         self._metadata_sql = SqlSession(lambda: connect(self.config, grant=self._grant_hint()))
         self._schema_source = source = HistorySource(config, self._metadata_query)
         self.metadata = TableMetadata(self._metadata_query, history=source.new_history(),
-                                      seed=source.seed)
+                                      seed=source.seed, check_hidden=source.check_hidden)
         source.metadata = self.metadata
         self.last_connect_failure: str | None = None   # why the last attempt failed
 
@@ -330,12 +321,15 @@ class ReplicaClient:
             for payload in payloads:
                 head = payload[0] if payload else -1
                 if head == 0:
-                    events = parser.feed_event(memoryview(payload)[1:])
+                    try:
+                        events = parser.feed_event(memoryview(payload)[1:])
+                    except ParseError as e:
+                        raise self._unparsed(e) from e
                     last = events[-1]
                     if last.end_pos and type(last) is not HeartbeatEvent:
                         self._read_to = (last.file, last.end_pos)
                 elif head == 0xFF:
-                    raise self._dump_error(payload)
+                    raise self._dump_error(payload, self._resume_start())
                 elif is_eof(payload):
                     if self.blocking:
                         # A blocking dump never ends by itself: MariaDB sends EOF when it shuts
@@ -402,9 +396,19 @@ class ReplicaClient:
             # A real rotation between transactions: resuming at the new file skips nothing.
             self._position = pos.moved_to(ev.next_file, ev.next_position)
 
-    def _dump_error(self, payload: bytes) -> CdcError:
+    def _unparsed(self, e: ParseError) -> CdcError:
+        """Bytes of the dump that do not parse before any event of it did, from a file position
+        the user gave: that position is not where an event begins."""
+        start = self.start
+        if self._read_to is not None or start.kind != "file" or start.pos <= 4 or \
+                self._position != start.position():
+            return e
+        return not_an_event_start(start.describe(), f" ({self.where})",
+                                  f"what the server sent from there is not an event: {e}")
+
+    def _dump_error(self, payload: bytes, start: Start | None = None) -> CdcError:
+        """The error of an ERR packet; *start*: what was asked for (the dump's)."""
         err = parse_err(payload)
-        start = self._resume_start()
         return map_server_error(err.code, err.message, user=self.config.user, where=self.where,
                                 start=start.describe() if start else None,
                                 grant=self._grant_hint(), password_hint=self.config.password_hint)
@@ -429,7 +433,7 @@ class ReplicaClient:
 
         def before_sleep(state) -> None:
             exc = state.outcome.exception()
-            self.last_connect_failure = _reason(exc)
+            self.last_connect_failure = connect_reason(exc)
             log.warning("connecting to %s failed (attempt %d: %s); retrying in %.1f s",
                         self.where, state.attempt_number, self.last_connect_failure,
                         state.next_action.sleep if state.next_action else 0)
@@ -455,9 +459,9 @@ class ReplicaClient:
         except Exception as e:
             if is_transient(e) and first:
                 raise ServerConnectionError(
-                    f"cannot connect to {self.where}: {_reason(e)} ({attempts[0]} attempt(s) in "
-                    f"{time.monotonic() - started:.1f} s; check the host and port, and that the "
-                    f"server is up)") from e
+                    f"cannot connect to {self.where}: {connect_reason(e)} ({attempts[0]} "
+                    f"attempt(s) in {time.monotonic() - started:.1f} s; check the host and port, "
+                    f"and that the server is up)") from e
             if is_transient(e):
                 raise ServerConnectionError(
                     f"could not (re)connect to {self.where} after {attempts[0]} attempt(s) in "
@@ -511,8 +515,9 @@ class ReplicaClient:
 
     def _open_on(self, conn) -> None:
         cfg = self.config
-        info = parse_server_version(conn.get_server_info())
+        info = server_of(conn)
         self.server = info
+        self.start, self._position = preflight.in_server_kind(self.start, self._position, info)
 
         def query(sql, args=None):
             return self._query(conn, sql, args)
@@ -530,16 +535,13 @@ class ReplicaClient:
 
         start = self._resume_start() if self._connected_once or self._position is not None \
             else None
-        status_sql = "SHOW BINARY LOG STATUS" if not info.is_mariadb and \
-            info.version >= (8, 2, 0) else "SHOW MASTER STATUS"
-        self._schema_source.server = (info, status_sql)     # for seeding the schema history
+        self._schema_source.server = info     # for the schema history's information_schema reads
         if start is None:
             # at the binlog's end: the schema history is read first, and the stream starts
             # where that read holds (every later DDL statement is then applied to it)
             at = self._schema_source.seed(self.metadata.history) if \
                 self.start.kind == "latest" and self._seed_at_start(variables) else None
-            start = Start.at(*at) if at else \
-                resolve_start(query, self.start, where=self.where, status_sql=status_sql)
+            start = Start.at(*at) if at else resolve_start(query, self.start, info, cfg)
             if self._position is None:
                 self._position = start.position()
         preflight.check_start(query, info, variables, start, where=self.where)
@@ -575,7 +577,7 @@ class ReplicaClient:
             cmd = binlog_dump(start.file, start.pos, cfg.server_id, flags=flags)
         first = self._command(cmd, expect_ok=False, deadline_s=deadline_s)
         if first[:1] == b"\xff":
-            raise self._dump_error(first)
+            raise self._dump_error(first, self._resume_start())
         self._pending = [first]
         self._read_to = None
         self._last_packet_mono = time.monotonic()
@@ -623,10 +625,7 @@ class ReplicaClient:
                 if time.monotonic() > deadline:
                     raise ConnectionLost(f"{self.where} did not answer within {deadline_s:.0f} s")
         if expect_ok and reply[:1] == b"\xff":
-            err = parse_err(reply)
-            raise map_server_error(err.code, err.message, user=self.config.user,
-                                   where=self.where, grant=self._grant_hint(),
-                                   password_hint=self.config.password_hint)
+            raise self._dump_error(reply)
         return reply
 
     # --- teardown ----------------------------------------------------------------------------------

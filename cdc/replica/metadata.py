@@ -31,7 +31,7 @@ from cdc.binlog.constants import ColumnType as T
 from cdc.binlog.files import (DEFAULT_CHARSET, apply_default_charset, charset_columns,
                               collation_for_charset)
 from cdc.errors import CdcError, ConfigurationError, SchemaError, is_transient
-from cdc.replica.protocol import parse_server_version
+from cdc.replica.server import is_mariadb, parse_server_version
 from cdc.schema.columns import (CODES, ServerColumn, describe_columns, describe_table_map,
                                 logged_type, may_hide_vectors, schema_types, shape_problems)
 from cdc.schema.history import Unknown
@@ -96,7 +96,7 @@ def server_default(text, extra=None, version=None, data_type: str = "") -> tuple
         return None
     text = _text(text)
     extra = _text(extra or "")
-    if parse_server_version(_text(version or "")).is_mariadb:
+    if is_mariadb(version):
         if text == "NULL":
             return None
         if len(text) >= 2 and text[0] == "'" and text[-1] == "'":
@@ -171,7 +171,7 @@ def recover_members(query: Callable, schema: str, table: str, columns: list[Serv
     if not lost:
         return columns
     where = _quote_name(schema) + "." + _quote_name(table)
-    info = parse_server_version(_text(version or ""))
+    info = parse_server_version(version)
     found = None
     if info.is_mariadb and info.version >= (10, 3, 0):
         found = _anchored_members(query, where, columns, lost)
@@ -347,8 +347,12 @@ class TableMetadata:
     """
 
     def __init__(self, query: Callable, *, default_charset: str = DEFAULT_CHARSET,
-                 history=None, seed: Callable | None = None):
+                 history=None, seed: Callable | None = None,
+                 check_hidden: Callable[[str, str], None] | None = None):
         self.query = query
+        # check_hidden(db, table): raises when a table information_schema does not show is
+        # hidden from the account (a privilege it lacks) rather than gone
+        self.check_hidden = check_hidden
         self.default_collation = collation_for_charset(default_charset)
         self.history = history
         # seed(history, at=(file, pos)): on the first need (a DDL, a table map lacking)
@@ -425,6 +429,8 @@ class TableMetadata:
         server = self._server_columns(tmap)
         if not server:
             if key not in self._warned:
+                if self.check_hidden is not None:
+                    self.check_hidden(*key)
                 self._warned.add(key)
                 log.warning("%s is not in information_schema (dropped, or no privilege): its "
                             "text columns decode as %s, names as @1, @2...", tmap.qualified_name,

@@ -15,10 +15,11 @@ from typing import Callable, Iterable, NamedTuple
 from cdc.binlog.gtid import GtidSet, MariaGtidPosition
 from cdc.errors import (BinlogPurgedError, ConfigurationError, PrivilegeError,
                         ServerConfigError, ServerIdConflictError)
-from cdc.positions import Start, purged_error
+from cdc.positions import Position, Start, purged_error
 from cdc.replica.failover import check_contained
-from cdc.replica.protocol import (MARIA_SLAVE_CAPABILITY_GTID, ServerInfo, grant_statement,
-                                  missing_privileges)
+from cdc.replica.protocol import MARIA_SLAVE_CAPABILITY_GTID
+from cdc.replica.server import (ServerInfo, grant_statement, lacking_words, missing_privileges,
+                                privilege_error)
 from cdc.replica.sql import binary_logs
 
 log = logging.getLogger("cdc.replica")
@@ -186,10 +187,10 @@ def privilege_finding(query: Query, info: ServerInfo, *, user: str, account: str
                                            f"which SHOW GRANTS does not list: cannot tell",
                        PrivilegeError)
     if missing:
-        return Finding(FAIL, "privileges", (
-            f"user {user!r} ({account}) lacks {' and '.join(missing)} on {where}, which a "
-            f"replica needs to read the binlog. Run as an administrator: "
-            f"{grant_statement(info, account)}"), PrivilegeError)
+        return Finding(FAIL, "privileges", str(privilege_error(
+            user=user, account=account, where=where, lacking=lacking_words(info, missing),
+            needed_for="a replica needs to read the binlog",
+            grant=grant_statement(info, account))), PrivilegeError)
     return Finding(PASS, "privileges", f"{account} may read the binlog (replication privileges)")
 
 
@@ -230,6 +231,17 @@ def check_server_id(conn, info: ServerInfo, variables: dict, *, server_id: int,
                 f"another replica{who} is connected to {where} with server_id "
                 f"{server_id} ({sql}); the server would disconnect one of the two. "
                 f"Give this replica a unique server_id (e.g. --server-id)")
+
+
+def in_server_kind(start: Start, position: Position | None,
+                   info: ServerInfo) -> tuple[Start, Position | None]:
+    """*start* and a client's *position* from it, an empty GTID start (nothing seen yet: all the
+    binlog the server has, whichever kind it was given as) made the server's kind of GTID
+    start, the position with it when it has not moved from the start."""
+    if not start.is_gtid or start.gtid or (start.kind == "mariadb_gtid") == info.is_mariadb:
+        return start, position
+    own = Start("mariadb_gtid" if info.is_mariadb else "gtid", gtid="")
+    return own, own.position() if position == start.position() else position
 
 
 def check_start(query: Query, info: ServerInfo, v: dict, start: Start, *, where: str) -> None:

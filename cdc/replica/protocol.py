@@ -1,4 +1,4 @@
-"""Replication commands of the MySQL client/server protocol, and what server errors mean.
+"""Replication commands of the MySQL client/server protocol.
 
 Payload layouts (integers little-endian; the 4-byte packet header is added by
 :func:`cdc.replica.packets.frame`):
@@ -23,11 +23,10 @@ After either dump command the server streams one event per packet: ``0x00`` then
 
 from __future__ import annotations
 
-import re
 import struct
-from typing import NamedTuple
 
 from cdc.errors import ConfigurationError
+from cdc.replica.server import ServerInfo
 
 COM_QUIT = 0x01
 COM_QUERY = 0x03
@@ -88,7 +87,7 @@ def binlog_dump_gtid(gtid_data: bytes, server_id: int, *, flags: int = 0, file: 
             + name + struct.pack("<QI", pos, len(gtid_data)) + gtid_data)
 
 
-def dump_flags(info: "ServerInfo", variables: dict, *, blocking: bool) -> int:
+def dump_flags(info: ServerInfo, variables: dict, *, blocking: bool) -> int:
     """The flags of the dump command: ``BINLOG_DUMP_NON_BLOCK`` unless *blocking*; on a MariaDB
     that writes its transactions' events with end_log_pos 0 (11.4+, ``binlog_legacy_event_pos``
     OFF, its default) ``BINLOG_SEND_ANNOTATE_ROWS_EVENT`` too: without those events the stream
@@ -109,68 +108,3 @@ def heartbeat_period_ns(seconds: float) -> int:
         raise ConfigurationError(f"heartbeat interval {seconds} s exceeds the servers' limit of "
                                  f"{MAX_HEARTBEAT_SECONDS} s")
     return int(round(seconds * 1_000_000_000))
-
-
-# --- server flavour ------------------------------------------------------------------------------
-
-
-class ServerInfo(NamedTuple):
-    version_text: str
-    is_mariadb: bool
-    version: tuple[int, int, int]
-
-    @property
-    def flavor(self) -> str:
-        return "MariaDB" if self.is_mariadb else "MySQL"
-
-
-def parse_server_version(text: str) -> ServerInfo:
-    """``'5.5.5-10.11.6-MariaDB-log'`` (MariaDB's handshake prefix), ``'10.11.6-MariaDB'`` or
-    ``'8.4.0'``."""
-    is_maria = "mariadb" in text.lower()
-    body = text[6:] if is_maria and text.startswith("5.5.5-") else text
-    m = re.match(r"(\d+)\.(\d+)\.(\d+)", body)
-    version = (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else (0, 0, 0)
-    return ServerInfo(text, is_maria, version)
-
-
-def grant_statement(info: ServerInfo, account: str) -> str:
-    """The GRANT a CDC replica account needs, in the server's vocabulary."""
-    if info.is_mariadb and info.version >= (10, 5, 2):
-        privs = "REPLICATION SLAVE, BINLOG MONITOR, REPLICATION MASTER ADMIN"
-    else:
-        privs = "REPLICATION SLAVE, REPLICATION CLIENT"
-    return f"GRANT {privs} ON *.* TO {account};"
-
-
-def quote_account(current_user: str) -> str:
-    """``'cdc@%'`` (CURRENT_USER()) -> ``'cdc'@'%'``."""
-    user, _, host = current_user.rpartition("@")
-    if not user:
-        user, host = current_user, "%"
-    return f"'{user}'@'{host}'"
-
-
-_PRIV_SLAVE = ("REPLICATION SLAVE", "REPLICATION REPLICA", "ALL PRIVILEGES")
-_PRIV_CLIENT = ("REPLICATION CLIENT", "BINLOG MONITOR", "SUPER", "ALL PRIVILEGES")
-
-
-def missing_privileges(grants: list[str]) -> list[str] | None:
-    """From ``SHOW GRANTS`` lines: the missing replication privileges ([] when all present), or
-    None when it cannot tell (roles are granted, and their privileges are not listed)."""
-    global_privs: set[str] = set()
-    roles = False
-    for line in grants:
-        m = re.match(r"\s*GRANT\s+(.*?)\s+ON\s+\*\.\*\s+TO\s", line, re.I | re.S)
-        if m:
-            global_privs.update(p.strip().upper() for p in m.group(1).split(","))
-        elif re.match(r"\s*GRANT\s+[`'\"]?[^ ]+\s+TO\s", line, re.I) and " ON " not in line.upper():
-            roles = True
-    missing = []
-    if not global_privs & set(_PRIV_SLAVE):
-        missing.append("REPLICATION SLAVE")
-    if not global_privs & set(_PRIV_CLIENT):
-        missing.append("REPLICATION CLIENT")
-    if missing and roles:
-        return None
-    return missing

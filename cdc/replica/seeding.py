@@ -10,20 +10,20 @@ from typing import Callable
 from cdc.errors import CdcError, SchemaError, is_transient
 from cdc.replica.binlog_ddl import ddl_statements
 from cdc.replica.metadata import read_columns, recover_members, server_column
+from cdc.replica.server import (ServerInfo, check_table_select, parse_server_version,
+                                read_unique_keys, system_schemas_sql, table_unique_keys)
+from cdc.replica.sql import binlog_status
 from cdc.schema.columns import collation_of_name, safe_charset_collation
 from cdc.schema.tables import Diverged, TableSchema
 from cdc.schema.touched import exact_from as exact_from_statements
 
-__all__ = ["read_schema", "read_collations", "read_table_schema", "binlog_end", "SYSTEM_SCHEMAS",
-           "server_version", "HistorySource"]
+__all__ = ["read_schema", "read_collations", "read_table_schema", "server_version",
+           "HistorySource"]
 
 log = logging.getLogger("cdc.replica")
 
 #: reads of information_schema a seed makes while DDL on the captured tables runs meanwhile
 SEED_TRIES = 10
-
-#: databases whose tables are never seeded (their rows are not a stream's business)
-SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 
 _ALL_COLUMNS_SQL = (
     "SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, "
@@ -37,9 +37,6 @@ _ALL_COLUMNS_SQL = (
 _TABLES_SQL = ("SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.TABLE_COLLATION "
                "FROM information_schema.TABLES t "
                "WHERE t.TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND {where}")
-_KEYS_SQL = ("SELECT s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.COLUMN_NAME, s.SUB_PART "
-             "FROM information_schema.STATISTICS s WHERE s.NON_UNIQUE = 0 AND {where} "
-             "ORDER BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.SEQ_IN_INDEX")
 _COLLATIONS_SQL = ("SELECT COLLATION_NAME, ID, CHARACTER_SET_NAME, IS_DEFAULT "
                    "FROM information_schema.COLLATIONS")
 _SCHEMATA_SQL = ("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME "
@@ -73,11 +70,10 @@ def read_collations(query: Callable) -> dict:
 
 
 def _where(alias: str, schemas) -> tuple[str, tuple]:
-    system = ", ".join(f"'{s}'" for s in SYSTEM_SCHEMAS)
     if schemas:
         marks = ", ".join(["%s"] * len(schemas))
         return f"{alias}.TABLE_SCHEMA IN ({marks})", tuple(schemas)
-    return f"{alias}.TABLE_SCHEMA NOT IN ({system})", ()
+    return f"{alias}.TABLE_SCHEMA NOT IN ({system_schemas_sql()})", ()
 
 
 def read_schema(query: Callable, captures: Callable[[str], bool] | None = None,
@@ -103,13 +99,7 @@ def read_schema(query: Callable, captures: Callable[[str], bool] | None = None,
         if key in collations:
             columns.setdefault(key, []).append(server_column(row[2:]))
     where, args = _where("s", schemas)
-    keys: dict[tuple, dict] = {}
-    for db, table, index, column, sub_part in query(_KEYS_SQL.format(where=where), args or None):
-        key = (_text(db), _text(table))
-        if key in columns:
-            parts = keys.setdefault(key, {}).setdefault(_text(index), [])
-            parts.append((_text(column) if column is not None else "", column is None or
-                          sub_part is not None))
+    keys = {k: v for k, v in read_unique_keys(query, where, args).items() if k in columns}
     tables = {}
     for key, cols in columns.items():
         cols = recover_members(query, key[0], key[1], cols, version)
@@ -117,8 +107,12 @@ def read_schema(query: Callable, captures: Callable[[str], bool] | None = None,
     return tables, databases
 
 
-def _schema(cols, collation, keys: dict) -> TableSchema:
-    """A TableSchema whose effective key is the one information_schema marks PRI."""
+def _schema(cols, collation, unique_keys: dict) -> TableSchema:
+    """A TableSchema whose effective key is the one information_schema marks PRI;
+    *unique_keys*: the table's (:func:`cdc.replica.server.read_unique_keys`)."""
+    # (column name, partial: a prefix or a functional key part)
+    keys = {name: [(p.column or "", p.column is None or p.sub_part is not None) for p in parts]
+            for name, parts in unique_keys.items()}
     ordered = [("PRIMARY", keys["PRIMARY"])] if "PRIMARY" in keys else []
     others = [(n, p) for n, p in keys.items() if n != "PRIMARY" and all(c for c, _ in p)]
     pri = {c.name.lower() for c in cols if c.primary_key}
@@ -140,22 +134,7 @@ def read_table_schema(query: Callable, db: str, table: str,
     rows = query("SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
                  "AND TABLE_NAME = %s", (db, table))
     collation = _collation(rows[0][0], None, known) if rows and rows[0][0] else None
-    keys: dict = {}
-    for index, column, sub_part in query(
-            "SELECT INDEX_NAME, COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS "
-            "WHERE NON_UNIQUE = 0 AND TABLE_SCHEMA = %s AND TABLE_NAME = %s "
-            "ORDER BY INDEX_NAME, SEQ_IN_INDEX", (db, table)):
-        keys.setdefault(_text(index), []).append(
-            (_text(column) if column is not None else "", column is None or sub_part is not None))
-    return _schema(cols, collation, keys)
-
-
-def binlog_end(query: Callable, status_sql: str = "SHOW MASTER STATUS") -> tuple | None:
-    """(file, position) of the binlog's end now (None: no binlog)."""
-    rows = query(status_sql, None)
-    if not rows:
-        return None
-    return (_text(rows[0][0]), int(rows[0][1]))
+    return _schema(cols, collation, table_unique_keys(query, db, table))
 
 
 def server_version(version: tuple) -> int:
@@ -185,11 +164,27 @@ class HistorySource:
     def __init__(self, config, query: Callable):
         self.config = config
         self.query = query
-        self.status_sql = "SHOW MASTER STATUS"
         self.reads = 0              # information_schema reads (seeds, single tables)
         self.metadata = None        # a TableMetadata whose ``reads`` count them too
-        self.server = None          # (ServerInfo, SHOW ... STATUS spelling), set at connect
+        self._server: ServerInfo | None = None
         self.history = None
+
+    @property
+    def server(self) -> ServerInfo:
+        """The server *query* asks (set at connect, else asked once: ``VERSION()``)."""
+        if self._server is None:
+            rows = self.query("SELECT VERSION()", None)
+            self._server = parse_server_version(rows[0][0] if rows else "")
+        return self._server
+
+    @server.setter
+    def server(self, info: ServerInfo) -> None:
+        self._server = info
+
+    def binlog_end(self) -> tuple:
+        """(file, position) of the binlog's end now."""
+        end = binlog_status(lambda sql: self.query(sql, None), self.server, self.config)
+        return (end.file, end.pos)
 
     def new_history(self):
         """A :class:`~cdc.schema.history.SchemaHistory` for the config (None: switched off)."""
@@ -211,9 +206,12 @@ class HistorySource:
         known = self.history.collations if self.history is not None else None
         return read_table_schema(self.query, db, table, known)
 
+    def check_hidden(self, db: str, table: str) -> None:
+        """A PrivilegeError when information_schema hides *table* for want of SELECT."""
+        check_table_select(self.query, db, table, user=self.config.user, where=self.config.where)
+
     def at_end(self, file, end_pos) -> bool:
-        return file is not None and end_pos is not None and \
-            binlog_end(self.query, self.status_sql) == (file, end_pos)
+        return file is not None and end_pos is not None and self.binlog_end() == (file, end_pos)
 
     def seed(self, history, *, at: tuple | None = None) -> tuple | None:
         """Seed *history* from information_schema now, for a stream at the binlog position *at*
@@ -230,12 +228,9 @@ class HistorySource:
         history empty, with a warning: tables it then meets are completed from information_schema
         as it is when they are met."""
         q = self.query
-        info, status_sql = self.server or (None, None)
-        if status_sql:
-            self.status_sql = status_sql
-        if info is not None:
-            history.mariadb = bool(info.is_mariadb)
-            history.version = server_version(info.version)
+        info = self.server
+        history.mariadb = bool(info.is_mariadb)
+        history.version = server_version(info.version)
         try:
             rows = q("SELECT @@lower_case_table_names", None)
             history.lower = bool(int(rows[0][0] or 0)) if rows else False
@@ -260,11 +255,11 @@ class HistorySource:
         q = self.query
         schemas = _literal_schemas(self.config.table_filter)
         for _attempt in range(SEED_TRIES):
-            before = binlog_end(q, self.status_sql)
+            before = self.binlog_end()
             tables, databases = read_schema(q, self.config.table_filter, schemas,
                                             history.collations)
             self._count()
-            after = binlog_end(q, self.status_sql)
+            after = self.binlog_end()
             if before is None or after is None:
                 return tables, databases, after, {}
             start = at if at is not None and at[0] is not None else before

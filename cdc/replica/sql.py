@@ -8,18 +8,20 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
-from cdc.errors import (CR_CONN_HOST_ERROR, ConfigurationError, ServerConfigError,
-                        ServerConnectionError, ServerUnreachableError, is_transient,
-                        map_server_error)
+from cdc.errors import (CR_CONN_HOST_ERROR, ER_SPECIFIC_ACCESS_DENIED, ConfigurationError,
+                        ServerConfigError, ServerConnectionError, ServerUnreachableError,
+                        is_transient, map_server_error)
 from cdc.positions import Position, Start, parse_gtid_state
 from cdc.replica.config import ReplicaConfig, RetryPolicy
+from cdc.replica.server import (ServerInfo, current_account, grant_statement, privilege_error,
+                                server_of)
 
 log = logging.getLogger("cdc.replica")
 
-__all__ = ["connect", "mysql_error", "fetch_rows", "SqlSession", "BinlogStatus",
-           "binlog_status", "binary_logs", "resolve_start", "BINLOG_STATUS_SQL"]
+__all__ = ["connect", "mysql_error", "fetch_rows", "SqlSession", "ask_on", "binlog_status",
+           "binary_logs", "resolve_start"]
 
 Query = Callable[..., list]
 
@@ -186,6 +188,10 @@ class SqlSession:
         """The rows of one statement (:func:`fetch_rows`), through :meth:`run`."""
         return self.run(lambda conn: fetch_rows(conn, sql, args))
 
+    def ask(self, ask: Callable, config: ReplicaConfig | None = None):
+        """:func:`ask_on` this session's connection, through :meth:`run`."""
+        return self.run(lambda conn: ask_on(conn, ask, config))
+
     def server_version(self) -> str:
         """The server's version text (connecting if needed)."""
         return self.run(lambda conn: str(conn.get_server_info()))
@@ -202,61 +208,68 @@ class SqlSession:
         return dict(self.__dict__, conn=None)
 
 
-class BinlogStatus(NamedTuple):
-    """Where the server writes its next binlog event (``SHOW MASTER STATUS``)."""
-
-    #: The binlog end; on MySQL its ``gtid`` is the ``Executed_Gtid_Set`` there (None on
-    #: MariaDB, whose status has no such column).
-    end: Position
-    #: The statement that answered (pass it as *first* next time).
-    statement: str
+def ask_on(conn, ask: Callable, config: ReplicaConfig | None = None):
+    """``ask(query, server, config)`` -- :func:`binlog_status`, :func:`binary_logs` -- on a
+    PyMySQL connection, *server* its server."""
+    return ask(lambda sql: fetch_rows(conn, sql), server_of(conn), config)
 
 
-# MySQL 8.4 dropped SHOW MASTER STATUS for SHOW BINARY LOG STATUS; MariaDB 10.5.2+ also spells it
-# SHOW BINLOG STATUS.
-BINLOG_STATUS_SQL = ("SHOW MASTER STATUS", "SHOW BINARY LOG STATUS", "SHOW BINLOG STATUS")
-
-
-def binlog_status(query: Query, *, first: str | None = None,
-                  where: str = "the server") -> BinlogStatus:
-    """The binlog end, asked with ``query(sql) -> rows``; a spelling the server does not know
-    (a syntax error) makes way for the next; *first* is tried before the others."""
+def _monitored(query: Query, sql: str, server: ServerInfo | None,
+               config: ReplicaConfig | None) -> list:
+    """The rows of *sql*, a statement that needs the binlog monitor privilege (REPLICATION
+    CLIENT, MariaDB 10.5.2+: BINLOG MONITOR). With the *server* and the source's *config*, a
+    refusal for want of it is a PrivilegeError with the GRANT to run; other errors are raised as
+    they are."""
     import pymysql
-    order = ([first] if first else []) + [s for s in BINLOG_STATUS_SQL if s != first]
-    last: Exception | None = None
-    for sql in order:
-        try:
-            rows = query(sql)
-        except pymysql.err.ProgrammingError as e:
-            last = e
-            continue
-        if not rows:
-            raise ConfigurationError(f"{sql} on {where} returned nothing: is the binary log on "
-                                     f"(log_bin)?")
-        row = rows[0]
-        executed = str(row[4]) if len(row) > 4 and row[4] is not None else None
-        gtid = parse_gtid_state(executed, mariadb=False) if executed is not None else None
-        return BinlogStatus(Position(str(row[0]), int(row[1]), gtid), sql)
-    raise ConfigurationError(f"cannot read the binlog position of {where}: {last}")
+    try:
+        return query(sql)
+    except pymysql.err.MySQLError as e:
+        code = e.args[0] if e.args and isinstance(e.args[0], int) else None
+        if code != ER_SPECIFIC_ACCESS_DENIED or server is None or config is None:
+            raise
+        account = current_account(lambda q, args=None: query(q), config.user)
+        raise privilege_error(user=config.user, account=account, where=config.where,
+                              lacking=server.monitor_privilege,
+                              needed_for=f"binlog-cdc needs to read the binlog's end and files "
+                                         f"({sql})",
+                              grant=grant_statement(server, account)) from e
 
 
-def binary_logs(query: Query) -> list[tuple[str, int]]:
+def binlog_status(query: Query, server: ServerInfo,
+                  config: ReplicaConfig | None = None) -> Position:
+    """The binlog's end now (on MySQL with the executed GTID set there: ``Executed_Gtid_Set``),
+    asked with ``query(sql) -> rows`` in *server*'s words (:attr:`ServerInfo.status_sql`);
+    *config*: the source's (errors: see :func:`_monitored`)."""
+    sql = server.status_sql
+    rows = _monitored(query, sql, server, config)
+    if not rows:
+        where = config.where if config is not None else "the server"
+        raise ConfigurationError(f"{sql} on {where} returned nothing: is the binary log on "
+                                 f"(log_bin)?")
+    row = rows[0]
+    executed = str(row[4]) if len(row) > 4 and row[4] is not None else None
+    gtid = parse_gtid_state(executed, mariadb=False) if executed is not None else None
+    return Position(str(row[0]), int(row[1]), gtid)
+
+
+def binary_logs(query: Query, server: ServerInfo | None = None,
+                config: ReplicaConfig | None = None) -> list[tuple[str, int]]:
     """``SHOW BINARY LOGS``: (file name, size) of every binlog file the server has, oldest
-    first."""
-    return [(str(r[0]), int(r[1])) for r in query("SHOW BINARY LOGS")]
+    first; *server*, *config*: see :func:`_monitored`."""
+    return [(str(r[0]), int(r[1])) for r in _monitored(query, "SHOW BINARY LOGS", server,
+                                                        config)]
 
 
-def resolve_start(query: Query, start: Start, *, where: str,
-                  status_sql: str | None = None) -> Start:
+def resolve_start(query: Query, start: Start, server: ServerInfo, config: ReplicaConfig) -> Start:
     """*start* with ``earliest`` (the oldest binlog file the server has, position 4) and
     ``latest`` (the binlog end now) resolved to file starts; others are returned as they are."""
     if start.kind == "earliest":
-        logs = binary_logs(query)
+        logs = binary_logs(query, server, config)
         if not logs:
-            raise ServerConfigError(f"SHOW BINARY LOGS on {where} lists no file: is the binary "
-                                    f"log on (log_bin)?")
+            raise ServerConfigError(f"SHOW BINARY LOGS on {config.where} lists no file: is the "
+                                    f"binary log on (log_bin)?")
         return Start.at(logs[0][0], 4)
     if start.kind == "latest":
-        end = binlog_status(query, first=status_sql, where=where).end
+        end = binlog_status(query, server, config)
         return Start.at(end.file, end.pos)
     return start

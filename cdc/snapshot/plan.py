@@ -23,8 +23,9 @@ from typing import Callable, NamedTuple, Sequence
 
 from cdc.errors import ConfigurationError
 from cdc.replica.metadata import ServerColumn, read_columns
+from cdc.replica.server import system_schemas_sql, table_unique_keys
 
-__all__ = ["SYSTEM_SCHEMAS", "SnapshotTable", "list_tables", "choose_key", "describe_table",
+__all__ = ["SnapshotTable", "list_tables", "choose_key", "describe_table",
            "encode_key", "decode_key", "range_condition", "next_bound", "count_rows",
            "estimated_rows", "quote_name"]
 
@@ -32,16 +33,9 @@ log = logging.getLogger("cdc.snapshot")
 
 Query = Callable[..., list]
 
-SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
-
 _TABLES_SQL = ("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
                "WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ("
-               + ", ".join("'%s'" % s for s in SYSTEM_SCHEMAS) + ") "
-               "ORDER BY TABLE_SCHEMA, TABLE_NAME")
-
-_UNIQUE_SQL = ("SELECT INDEX_NAME, COLUMN_NAME, SUB_PART, NULLABLE "
-               "FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
-               "AND NON_UNIQUE = 0 ORDER BY INDEX_NAME = 'PRIMARY' DESC, INDEX_NAME, SEQ_IN_INDEX")
+               + system_schemas_sql() + ") ORDER BY TABLE_SCHEMA, TABLE_NAME")
 
 
 def quote_name(name: str) -> str:
@@ -105,13 +99,12 @@ def choose_key(query: Query, schema: str, table: str, columns: Sequence[ServerCo
                 f"option snapshotKeys: {schema}.{table} has no column {', '.join(missing)} "
                 f"(its columns: {', '.join(names)})")
         return [lower[k.lower()] for k in user_key]
-    indexes: dict[str, list] = {}
-    for index, column, sub_part, nullable in query(_UNIQUE_SQL, (schema, table)):
-        indexes.setdefault(str(index), []).append((str(column), sub_part, str(nullable or "")))
+    indexes = table_unique_keys(query, schema, table)
     if "PRIMARY" in indexes:
-        return [c for c, _s, _n in indexes["PRIMARY"]]
-    usable = [[c for c, _s, _n in cols] for cols in indexes.values()
-              if all(s is None and n.upper() != "YES" for _c, s, n in cols)]
+        return [p.column for p in indexes["PRIMARY"]]
+    usable = [[p.column for p in parts] for parts in indexes.values()
+              if all(p.column is not None and p.sub_part is None and not p.nullable
+                     for p in parts)]
     if usable:
         return min(usable, key=len)
     return []
@@ -226,8 +219,8 @@ def count_rows(query: Query, table: SnapshotTable, after: Sequence | None,
 
 
 _ROWS_SQL = ("SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_ROWS FROM information_schema.TABLES "
-             "WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ("
-             + ", ".join("'%s'" % s for s in SYSTEM_SCHEMAS) + ")")
+             "WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN (" + system_schemas_sql()
+             + ")")
 
 
 def estimated_rows(query: Query) -> dict[str, int]:

@@ -55,6 +55,7 @@ from typing import Iterator, NamedTuple, Sequence
 from cdc.errors import CdcError, ConfigurationError
 from cdc.positions import Position
 from cdc.replica.config import ReplicaConfig
+from cdc.replica.server import server_of
 from cdc.replica.sql import binlog_status, connect, mysql_error
 from cdc.snapshot.plan import SnapshotTable, quote_name, range_condition
 from cdc.snapshot.values import SESSION_SQL, raw_connect_kwargs, row_converter, select_list
@@ -196,12 +197,11 @@ class SnapshotChunkReader:
         self.position: ChunkPosition | None = None
         self.rows = 0
         self.attempts = 0     # tries of the bracketed snapshot (0: the server reported it)
-        self._status_sql: str | None = None
         self._open = False
 
     def _query(self, sql: str, args=None) -> list:
         """A statement's rows, text as str (the connection leaves values as bytes); errors as
-        PyMySQL's (what :func:`~cdc.replica.sql.binlog_status` tells syntax errors by)."""
+        PyMySQL's (what :func:`~cdc.replica.sql.binlog_status` maps)."""
         try:
             with self.conn.cursor() as cur:
                 cur.execute(sql, args)
@@ -237,9 +237,8 @@ class SnapshotChunkReader:
         return None
 
     def _end(self) -> Position:
-        status = binlog_status(self._query, first=self._status_sql)
-        self._status_sql = status.statement
-        return Position(status.end.file, status.end.pos)
+        end = binlog_status(self._query, server_of(self.conn), self.config)
+        return Position(end.file, end.pos)
 
     def _bracketed(self) -> ChunkPosition:
         """The snapshot between two equal binlog ends (see the module docstring)."""

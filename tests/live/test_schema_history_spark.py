@@ -20,7 +20,7 @@ pyspark = pytest.importorskip("pyspark")
 from pyspark.sql.streaming.datasource import ReadAllAvailable  # noqa: E402
 
 from streaming.source import BinlogCdcDataSource  # noqa: E402
-from support.spark_support import source_options  # noqa: E402
+from support.spark_support import batch_rows, fresh_database, source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark]
 
@@ -34,30 +34,14 @@ _dbs = iter(range(1, 1000))
 
 
 def _database(server) -> str:
-    name = f"shs{next(_dbs)}"
-    server.execute(f"DROP DATABASE IF EXISTS {name}")
-    server.execute(f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
-    return name
+    return fresh_database(server, f"shs{next(_dbs)}")
 
 
 def run_batches(spark, options: dict, checkpoint, timeout: float = 180) -> dict:
     """Run the stream with availableNow into foreachBatch: {batch id: [(op, after dict as
     decoded, its column order)]}."""
-    got: dict = {}
-
-    def keep(df, batch_id):
-        got[batch_id] = [(r.op, json.loads(r.after), list(json.loads(r.after)))
-                         for r in df.orderBy("seq").collect()]
-
-    reader = spark.readStream.format("binlog-cdc")
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    q = (reader.load().writeStream.foreachBatch(keep)
-         .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-    assert q.awaitTermination(timeout), "availableNow query did not stop"
-    if q.exception() is not None:
-        raise AssertionError(f"query failed: {q.exception()}")
-    return got
+    return batch_rows(spark, options, checkpoint, lambda r: (
+        r.op, json.loads(r.after), list(json.loads(r.after))), timeout)
 
 
 def _rows(batches: dict) -> list:

@@ -45,3 +45,29 @@ def typed_upserts(spark, server, options: dict, tmp_path, image):
         assert q.awaitTermination(240)
         assert q.exception() is None, q.exception()
     return run, images, types
+
+
+def fresh_database(server, name: str) -> str:
+    """Database *name* on *server*, dropped and made again (utf8mb4)."""
+    server.execute(f"DROP DATABASE IF EXISTS {name}")
+    server.execute(f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
+    return name
+
+
+def batch_rows(spark, options: dict, checkpoint, row, timeout: float = 240) -> dict:
+    """Run the binlog-cdc stream of *options* with availableNow into foreachBatch:
+    ``{batch id: [row(r) for each row in seq order]}``."""
+    got: dict = {}
+
+    def keep(df, batch_id):
+        got[batch_id] = [row(r) for r in df.orderBy("seq").collect()]
+
+    reader = spark.readStream.format("binlog-cdc")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    q = (reader.load().writeStream.foreachBatch(keep)
+         .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    assert q.awaitTermination(timeout), "availableNow query did not stop"
+    if q.exception() is not None:
+        raise AssertionError(f"query failed: {q.exception()}")
+    return got

@@ -1,54 +1,66 @@
-"""cdc.replica.sql.binlog_status: the one reader of the binlog end (Spark driver, lag monitor)."""
+"""cdc.replica.sql.binlog_status: the one reader of the binlog end, in the server's own words."""
 
 from __future__ import annotations
 
 import pymysql
 import pytest
 
-from cdc.errors import ConfigurationError
+from cdc.errors import ConfigurationError, PrivilegeError
 from cdc.positions import Position
+from cdc.replica.config import ReplicaConfig
+from cdc.replica.server import parse_server_version
 from cdc.replica.sql import binlog_status
+
+CONFIG = ReplicaConfig("db1", 3306, "cdc", "x")
 
 
 class _Server:
     """Answers SHOW ... STATUS like a server that knows only *spellings*."""
 
-    def __init__(self, spellings, row):
-        self.spellings, self.row, self.asked = set(spellings), row, []
+    def __init__(self, spellings, row, *, denied: str | None = None):
+        self.spellings, self.row, self.asked, self.denied = set(spellings), row, [], denied
 
-    def query(self, sql):
+    def query(self, sql, args=None):
         self.asked.append(sql)
+        if sql == "SELECT CURRENT_USER()":
+            return [("cdc@10.%",)]
         if sql not in self.spellings:
             raise pymysql.err.ProgrammingError(1064, f"You have an error in your SQL syntax near "
                                                      f"'{sql}'")
+        if self.denied:
+            raise pymysql.err.OperationalError(1227, f"Access denied; you need (at least one of) "
+                                                     f"the SUPER, {self.denied} privilege(s)")
         return [self.row] if self.row else []
 
 
-def test_mysql_84_spelling_after_the_removed_one():
+def test_each_server_is_asked_in_its_own_words():
     srv = _Server({"SHOW BINARY LOG STATUS"},
                   ("binlog.000007", 1234, "", "", "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-42"))
-    st = binlog_status(srv.query)
-    assert (st.end.file, st.end.pos) == ("binlog.000007", 1234)
-    assert str(st.end.gtid_set) == "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-42"
-    assert st.statement == "SHOW BINARY LOG STATUS"
-    assert srv.asked == ["SHOW MASTER STATUS", "SHOW BINARY LOG STATUS"]
-    # asked again with the spelling that worked: one statement, no failing one first
-    srv.asked.clear()
-    assert binlog_status(srv.query, first=st.statement).end.pos == 1234
+    end = binlog_status(srv.query, parse_server_version("9.7.4"), CONFIG)
+    assert (end.file, end.pos) == ("binlog.000007", 1234)
+    assert str(end.gtid_set) == "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-42"
     assert srv.asked == ["SHOW BINARY LOG STATUS"]
+    srv = _Server({"SHOW MASTER STATUS"}, ("binlog.000002", 389, "", "", ""))
+    assert binlog_status(srv.query, parse_server_version("8.0.36"), CONFIG).pos == 389
+    assert srv.asked == ["SHOW MASTER STATUS"]
 
 
 def test_mariadb_row_has_no_gtid_column():
-    st = binlog_status(_Server({"SHOW MASTER STATUS"}, ("mysql-bin.000002", 389, "", "")).query)
-    assert st == (Position("mysql-bin.000002", 389), "SHOW MASTER STATUS")
-    assert st.end.gtid is None
+    srv = _Server({"SHOW MASTER STATUS"}, ("mysql-bin.000002", 389, "", ""))
+    end = binlog_status(srv.query, parse_server_version("5.5.5-10.11.6-MariaDB-log"), CONFIG)
+    assert end == Position("mysql-bin.000002", 389) and end.gtid is None
 
 
-def test_binary_log_off_and_unknown_server_say_what_to_do():
+def test_binary_log_off_and_a_missing_privilege_say_what_to_do():
     with pytest.raises(ConfigurationError, match=r"returned nothing.*log_bin"):
-        binlog_status(_Server({"SHOW MASTER STATUS"}, None).query, where="db1:3306")
-    with pytest.raises(ConfigurationError, match="cannot read the binlog position of db1"):
-        binlog_status(_Server(set(), None).query, where="db1")
+        binlog_status(_Server({"SHOW MASTER STATUS"}, None).query,
+                      parse_server_version("10.11.6-MariaDB"), CONFIG)
+    srv = _Server({"SHOW MASTER STATUS"}, None, denied="BINLOG MONITOR")
+    with pytest.raises(PrivilegeError) as e:
+        binlog_status(srv.query, parse_server_version("10.11.6-MariaDB"), CONFIG)
+    assert str(e.value).startswith("user 'cdc' ('cdc'@'10.%') lacks BINLOG MONITOR on db1:3306")
+    assert str(e.value).endswith("GRANT REPLICATION SLAVE, BINLOG MONITOR, REPLICATION MASTER "
+                                 "ADMIN ON *.* TO 'cdc'@'10.%';")
 
 
 def test_sql_session_retries_a_lost_connection_as_configured():

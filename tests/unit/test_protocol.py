@@ -17,7 +17,8 @@ from cdc.errors import (ConnectionLost, ProtocolError, TransientServerError, is_
                         map_server_error)
 from cdc.replica.packets import MAX_PAYLOAD, PacketReader, frame, is_eof, parse_err, take_over
 from cdc.replica.protocol import (binlog_dump, binlog_dump_gtid, heartbeat_period_ns,
-                                  missing_privileges, parse_server_version, register_slave)
+                                  register_slave)
+from cdc.replica.server import missing_privileges, parse_server_version
 from cdc.positions import Position, Start
 
 UUID1 = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
