@@ -126,13 +126,7 @@ def embedded(request: pytest.FixtureRequest):
     ``@pytest.mark.servers(...)``, which runs it once per named server (``[mysql-9.7]``...).
     Every server has the user cdc/cdc-secret, database cdc_test, a ROW binlog with FULL images
     and metadata; MySQL has GTID mode on.  Tests use it as ``server`` or ``mariadb``."""
-    name = getattr(request, "param", "mariadb-10.11")
-    started = _start_named(name)
-    started.server_name = name
-    try:
-        yield started
-    finally:
-        started.cleanup()
+    yield from _session_server(getattr(request, "param", "mariadb-10.11"))
 
 
 @pytest.fixture(scope="session")
@@ -148,26 +142,26 @@ def mariadb(embedded):
     return embedded
 
 
-@pytest.fixture(scope="session")
-def mysql97():
-    """A started private MySQL 9.7 (GTID mode on, ROW binlog, FULL metadata)."""
-    started = _start_named("mysql-9.7")
-    started.server_name = "mysql-9.7"
+def _session_server(name: str, **kwargs: Any):
+    """A started server of one of :data:`SERVERS` for a session fixture (generator)."""
+    started = _start_named(name, **kwargs)
+    started.server_name = name
     try:
         yield started
     finally:
         started.cleanup()
+
+
+@pytest.fixture(scope="session")
+def mysql97():
+    """A started private MySQL 9.7 (GTID mode on, ROW binlog, FULL metadata)."""
+    yield from _session_server("mysql-9.7")
 
 
 @pytest.fixture(scope="session")
 def mariadb118():
     """A started private MariaDB 11.8."""
-    started = _start_named("mariadb-11.8")
-    started.server_name = "mariadb-11.8"
-    try:
-        yield started
-    finally:
-        started.cleanup()
+    yield from _session_server("mariadb-11.8")
 
 
 @pytest.fixture(scope="session")
@@ -187,13 +181,8 @@ def mariadb_nolog(tmp_path_factory: pytest.TempPathFactory):
 def mysql97_minimal(tmp_path_factory: pytest.TempPathFactory):
     """A second private MySQL 9.7 with ``binlog_row_metadata=MINIMAL`` (MySQL's default): table
     maps without names, ENUM/SET members or keys, which the schema history completes."""
-    started = _start_named("mysql-9.7", basedir=tmp_path_factory.mktemp("mysql-minimal"),
-                           extra_options={"binlog_row_metadata": "MINIMAL"})
-    started.server_name = "mysql-9.7"
-    try:
-        yield started
-    finally:
-        started.cleanup()
+    yield from _session_server("mysql-9.7", basedir=tmp_path_factory.mktemp("mysql-minimal"),
+                               extra_options={"binlog_row_metadata": "MINIMAL"})
 
 
 METADATA_SERVERS = {"FULL": "mariadb", "NO_LOG": "mariadb_nolog", "mysql-FULL": "mysql97",

@@ -334,15 +334,15 @@ class EmbeddedMariaDB:
             cmd.append("--user=root")
         return cmd
 
-    def _install_db(self, mariadbd: str) -> None:
-        cmd = self._install_command(mariadbd)
+    def _install_db(self, binary: str) -> None:
+        cmd = self._install_command(binary)
         fresh = not self._datadir.exists() or not any(self._datadir.iterdir())
-        self._datadir.mkdir(parents=True, exist_ok=True)
+        self._prepare_datadir()
         log = self.basedir / "install-db.log"
         with open(log, "wb") as out:
             try:
                 rc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, timeout=120,
+                                    stderr=subprocess.STDOUT, timeout=180,
                                     cwd=self.basedir).returncode
             except subprocess.TimeoutExpired:
                 rc = "timeout"
@@ -352,7 +352,13 @@ class EmbeddedMariaDB:
             raise EmbeddedServerError(
                 f"`{' '.join(cmd)}` failed ({rc}); its output ends with:\n{log_tail(log)}")
 
+    def _prepare_datadir(self) -> None:
+        self._datadir.mkdir(parents=True, exist_ok=True)
+
     def _options(self) -> dict[str, Any]:
+        """The ``[mysqld]`` options: where things are, a ROW binlog with FULL images and
+        metadata, small buffers, then the flavour's own (:meth:`_flavour_options`), then
+        ``extra_options``."""
         opts: dict[str, Any] = {
             "datadir": self._datadir,
             "bind_address": self.HOST,
@@ -366,15 +372,13 @@ class EmbeddedMariaDB:
             "binlog_row_image": "FULL",
             "binlog_row_metadata": "FULL",
             "server_id": self.server_id,
-            "gtid_strict_mode": "OFF",
             "skip_name_resolve": None,
             "innodb_buffer_pool_size": "64M",
-            "innodb_log_file_size": "48M",
             "innodb_flush_log_at_trx_commit": 2,
             "max_allowed_packet": "64M",
             "character_set_server": "utf8mb4",
-            "collation_server": "utf8mb4_general_ci",
             "max_connections": 200,
+            **self._flavour_options(),
         }
         if self.root is not None:
             opts["basedir"] = self.root / "run"
@@ -382,6 +386,10 @@ class EmbeddedMariaDB:
         for key, value in self.extra_options.items():
             opts[option_key(key)] = value
         return opts
+
+    def _flavour_options(self) -> dict[str, Any]:
+        return {"gtid_strict_mode": "OFF", "innodb_log_file_size": "48M",
+                "collation_server": "utf8mb4_general_ci"}
 
     def _share_name(self) -> str:
         return "mariadb"

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from typing import Any
 
 from cdc.embedded.mariadb import EmbeddedMariaDB
-from cdc.embedded.process import find_executable, log_tail, option_key, running_as_root
-from cdc.errors import ConfigurationError, EmbeddedServerError
+from cdc.embedded.process import find_executable, running_as_root
+from cdc.errors import ConfigurationError
 
 __all__ = ["EmbeddedMySQL"]
 
@@ -46,24 +44,11 @@ class EmbeddedMySQL(EmbeddedMariaDB):
             cmd.append("--user=root")
         return cmd
 
-    def _install_db(self, mysqld: str) -> None:
+    def _prepare_datadir(self) -> None:
         # mysqld --initialize wants to create the datadir itself
         if self._datadir.exists() and not any(self._datadir.iterdir()):
             self._datadir.rmdir()
         self._datadir.parent.mkdir(parents=True, exist_ok=True)
-        cmd = self._install_command(mysqld)
-        log = self.basedir / "install-db.log"
-        with open(log, "wb") as out:
-            try:
-                rc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, timeout=180,
-                                    cwd=self.basedir).returncode
-            except subprocess.TimeoutExpired:
-                rc = "timeout"
-        if rc != 0:
-            shutil.rmtree(self._datadir, ignore_errors=True)
-            raise EmbeddedServerError(
-                f"`{' '.join(cmd)}` failed ({rc}); its output ends with:\n{log_tail(log)}")
 
     def _share_name(self) -> str:
         return "mysql"
@@ -78,40 +63,10 @@ class EmbeddedMySQL(EmbeddedMariaDB):
     def gtid_executed(self) -> str:
         return str(self.execute("SELECT @@GLOBAL.gtid_executed")[0][0]).replace("\n", "")
 
-    def _options(self) -> dict[str, Any]:
-        opts: dict[str, Any] = {
-            "datadir": self._datadir,
-            "bind_address": self.HOST,
-            "port": self._port,
-            "socket": self._socket,
-            "pid_file": self.pid_file,
-            "tmpdir": self._tmpdir(),
-            "log_error": self.error_log,
-            "log_bin": self.log_bin_path,
-            "binlog_format": "ROW",
-            "binlog_row_image": "FULL",
-            "binlog_row_metadata": "FULL",
-            "server_id": self.server_id,
-            "gtid_mode": "ON",
-            "enforce_gtid_consistency": "ON",
-            "skip_name_resolve": None,
-            "mysqlx": "OFF",
-            "secure_file_priv": "",
-            "innodb_buffer_pool_size": "64M",
-            "innodb_redo_log_capacity": "64M",
-            "innodb_flush_log_at_trx_commit": 2,
-            "sync_binlog": 0,
-            "performance_schema": "ON",
-            "max_allowed_packet": "64M",
-            "character_set_server": "utf8mb4",
-            "max_connections": 200,
-        }
-        if self.root is not None:
-            opts["basedir"] = self.root / "run"
-            opts["lc_messages_dir"] = self.root / "run" / "share" / "mysql"
-        for key, value in self.extra_options.items():
-            opts[option_key(key)] = value
-        return opts
+    def _flavour_options(self) -> dict[str, Any]:
+        return {"gtid_mode": "ON", "enforce_gtid_consistency": "ON", "mysqlx": "OFF",
+                "secure_file_priv": "", "innodb_redo_log_capacity": "64M", "sync_binlog": 0,
+                "performance_schema": "ON"}
 
     def _grants(self) -> str:
         return "REPLICATION SLAVE, REPLICATION CLIENT, SELECT, RELOAD, PROCESS, SHOW DATABASES"
