@@ -19,12 +19,11 @@ per check, PASS, WARN or FAIL with the fix.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 from typing import Callable, Iterable, Sequence
 
 from cdc.errors import (CdcError, ConfigurationError, PrivilegeError, ServerUnreachableError,
-                        TransientServerError)
+                        TransientServerError, did_you_mean)
 from cdc.positions import Start
 from cdc.replica import preflight
 from cdc.replica.config import ReplicaConfig, SslOptions
@@ -160,8 +159,7 @@ def _table_findings(everything: list[str], include: Sequence[str], exclude: Sequ
                                                f"table on {where} (yet) that {account} can see",
                                ConfigurationError))
             continue
-        close = difflib.get_close_matches(pattern.lower(), [t.lower() for t in everything], 1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        hint = did_you_mean(pattern, everything)
         out.append(Finding(FAIL, "tables", (
             f"includeTables names {pattern}, which {where} does not have{hint}, or {account} "
             f"cannot see it (no privilege on it): fix the name, or GRANT SELECT ON {pattern} "

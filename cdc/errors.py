@@ -6,6 +6,7 @@ Messages say what went wrong *and* what to do about it.
 
 from __future__ import annotations
 
+import difflib
 import re
 
 
@@ -333,3 +334,11 @@ def is_transient(exc: BaseException) -> bool:
         code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
         return code is None or code in TRANSIENT_CODES or code == 0
     return False
+
+
+def did_you_mean(word: str, choices) -> str:
+    """`` (did you mean X?)`` for the choice closest to *word* (case aside), else ``""``: the
+    hint every "unknown name" error gives."""
+    by_lower = {str(c).lower(): str(c) for c in choices}
+    close = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1, cutoff=0.6)
+    return f" (did you mean {by_lower[close[0]]}?)" if close else ""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from cdc.binlog.transactions import TableFilter
-from cdc.errors import ConfigurationError
+from cdc.errors import ConfigurationError, did_you_mean
 from cdc.positions import Start
 from cdc.replica.config import (ON_UNPARSED_DDL, PASSWORD_ENV, ReplicaConfig, RetryPolicy,
                                 Secret, SslOptions, random_server_id, read_password)
@@ -176,8 +176,8 @@ class SourceOptions:
             canon = _BY_LOWER.get(str(k).lower())
             if canon is None:
                 valid = ", ".join(OPTIONS)
-                raise ConfigurationError(f"unknown option {k!r} for the binlog-cdc source; valid "
-                                         f"options are: {valid}")
+                raise ConfigurationError(f"unknown option {k!r} for the binlog-cdc source"
+                                         f"{did_you_mean(k, OPTIONS)}; valid options are: {valid}")
             raw[canon] = v
         get = raw.get
         kw: dict = {}

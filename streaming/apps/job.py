@@ -42,7 +42,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cdc.errors import CdcError, ConfigurationError
+from cdc.errors import CdcError, ConfigurationError, did_you_mean
 
 SECTIONS = ("source", "delta", "stream", "metrics", "spark")
 DELTA_KEYS = ("path", "app_id")
@@ -156,13 +156,11 @@ def _check(raw: dict) -> JobConfig:
 
 
 def _known_keys(section: str, table: dict, valid, also: str = "") -> None:
-    import difflib
-    lower = {v.lower(): v for v in valid}
+    lower = {v.lower() for v in valid}
     for key in table:
         if str(key).lower() in lower:
             continue
-        close = difflib.get_close_matches(str(key).lower(), list(lower), n=1, cutoff=0.6)
-        hint = f" (did you mean {lower[close[0]]}?)" if close else ""
+        hint = did_you_mean(key, valid)
         raise ConfigurationError(f"[{section}] unknown key {key!r}{hint}; the keys are "
                                  f"{', '.join(valid)}{also}")
 

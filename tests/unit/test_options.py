@@ -35,8 +35,17 @@ def test_idle_advance_defaults_and_zero():
 def test_an_unknown_option_lists_the_valid_ones():
     with pytest.raises(ConfigurationError) as e:
         parse(maxEventsPerTriger="5")
-    assert "unknown option 'maxEventsPerTriger'" in str(e.value)
+    assert "unknown option 'maxEventsPerTriger' for the binlog-cdc source (did you mean " \
+           "maxEventsPerTrigger?)" in str(e.value)
     assert all(name in str(e.value) for name in OPTIONS)
+
+
+def test_an_option_typo_names_the_closest_option():
+    with pytest.raises(ConfigurationError, match=r"'hots' .*\(did you mean host\?\)"):
+        parse(hots="127.0.0.1")
+    with pytest.raises(ConfigurationError) as e:
+        parse(zzzzzz="1")
+    assert "did you mean" not in str(e.value)
 
 
 @pytest.mark.parametrize("kw, message", [

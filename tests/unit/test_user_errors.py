@@ -80,7 +80,8 @@ def test_cli_mistakes_exit_2_with_the_message_and_no_traceback(case, junk):
 
 
 OPTION_CASES = [
-    ({"hots": "x"}, "unknown option 'hots' for the binlog-cdc source; valid options are: host"),
+    ({"hots": "x"}, "unknown option 'hots' for the binlog-cdc source (did you mean host?); "
+                      "valid options are: host"),
     ({"port": "abc"}, "option port must be an integer, not 'abc'"),
     ({"port": "70000"}, "option port must be from 1 to 65535, not 70000"),
     ({"startingPosition": "yesterday"}, "startingPosition 'yesterday' is not understood: use "
