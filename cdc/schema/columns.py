@@ -25,7 +25,7 @@ __all__ = ["ServerColumn", "CODES", "BLOB_LENGTH_BYTES", "server_column", "shape
            "charset_collation", "collation_of_name", "max_bytes_per_char", "describe_columns",
            "describe_table_map", "TEXT_TYPES", "BLOB_TYPES", "convert_column",
            "safe_charset_collation", "DEFAULT_COLLATIONS", "logged_type", "schema_types",
-           "may_hide_vectors"]
+           "may_hide_vectors", "shown_as_utf8mb3"]
 
 _QUOTED = re.compile(r"'((?:[^']|'')*)'")
 _INT_CODES = {"tinyint": T.TINY, "smallint": T.SHORT, "mediumint": T.INT24, "int": T.LONG,
@@ -99,6 +99,21 @@ class ServerColumn(NamedTuple):
         if self.member_names is not None:
             return list(self.member_names)
         return [v.replace("''", "'") for v in _QUOTED.findall(self.column_type)]
+
+    def exact_members(self, defined: "ServerColumn") -> "ServerColumn":
+        """This column (as the server's metadata shows it) with the ENUM/SET members of
+        *defined*, the same column as its DDL statement defines it, where this one shows them
+        with ``?`` for the characters utf8mb3 lacks (:func:`shown_as_utf8mb3`); itself when
+        *defined* differs otherwise (another column, other members)."""
+        if self.data_type not in ("enum", "set") or (self.name.lower(), self.data_type,
+                                                     self.collation) != (
+                defined.name.lower(), defined.data_type, defined.collation):
+            return self
+        shown, exact = self.members, defined.members
+        if shown == exact or len(shown) != len(exact) or not all(
+                shown_as_utf8mb3(s, e) for s, e in zip(shown, exact)):
+            return self
+        return self._replace(member_names=tuple(exact))
 
     @property
     def dimensions(self) -> int | None:
@@ -226,6 +241,14 @@ def max_bytes_per_char(collation: int | None) -> int:
 
 
 # --- columns from DDL -----------------------------------------------------------------------------
+
+def shown_as_utf8mb3(shown: str, exact: str) -> bool:
+    """Whether *shown* is the ENUM/SET member name *exact* as MySQL's and MariaDB's metadata
+    (information_schema, SHOW CREATE TABLE) keep it: in utf8mb3, each character it lacks (4-byte
+    UTF-8: emoji, gb18030's 4-byte characters outside the BMP) as ``?``."""
+    return len(shown) == len(exact) and all(
+        s == e or (s == "?" and ord(e) > 0xFFFF) for s, e in zip(shown, exact))
+
 
 def _members_sql(members) -> str:
     return ",".join("'" + m.replace("'", "''") + "'" for m in members)

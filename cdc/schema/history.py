@@ -20,8 +20,9 @@ The seed describes the tables as of the binlog position ``valid_from`` where it 
 binlog's end then).  For a stream at an earlier position, the caller says which tables the
 binlog's DDL changed in between (``exact_from``, see :mod:`cdc.schema.touched`): the seed
 describes those from the end of their last change on, and they are unknown before it unless the
-stream's own statements tell (a CREATE TABLE); the other tables it describes from the stream's
-position on.  Sans-IO: no connection, no Spark.
+stream's own statements tell (a CREATE TABLE) -- where they tell, their ENUM/SET member names are
+taken over information_schema's, which show 4-byte characters as ``?``; the other tables it
+describes from the stream's position on.  Sans-IO: no connection, no Spark.
 """
 
 from __future__ import annotations
@@ -558,6 +559,11 @@ class _Statement:
             if not isinstance(state, TableSchema) or k in self.unsure_keys:
                 self.pending[k] = (db, table, h._seed.get(k))
                 self.unsure_keys.discard(k)
+            elif isinstance(h._seed.get(k), TableSchema):
+                # the statements told it: their ENUM/SET members are exact where
+                # information_schema's show 4-byte characters as '?'
+                exact = h._seed[k] = h._seed[k].with_exact_members(state)
+                h._versions(db, table).put(point_key(*self.end_point), exact)
         for k, (db, table, state) in self.pending.items():
             v = h._versions(db, table)
             before, _known = v.at(self.key)

@@ -10,7 +10,7 @@ statement): :class:`Diverged`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cdc.errors import ConfigurationError
 from cdc.schema.columns import (ServerColumn, charset_collation, collation_of_name,
@@ -60,6 +60,16 @@ class TableSchema:
         work = Work([c._replace(primary_key=False) for c in cols], list(pk),
                     [(n, list(p)) for n, p in uniques], collation)
         return finish(work, origin)
+
+    def with_exact_members(self, defined: "TableSchema") -> "TableSchema":
+        """This version (information_schema's) with the ENUM/SET members of *defined* -- the
+        same table at the same binlog position, as its DDL statements define it -- where
+        information_schema shows them without their 4-byte characters
+        (:meth:`ServerColumn.exact_members`)."""
+        by_name = {c.name.lower(): c for c in defined.columns}
+        cols = tuple(c.exact_members(by_name[c.name.lower()]) if c.name.lower() in by_name else c
+                     for c in self.columns)
+        return self if cols == self.columns else replace(self, columns=cols)
 
     def work(self) -> "Work":
         """A mutable copy to apply changes to."""

@@ -549,15 +549,7 @@ def spark_lazy(request):
 
 
 #: Known wrong values, open defects (strict: a fix makes these tests fail until removed here).
-KNOWN_DEFECTS: dict = {
-    # a table created after the stream's start is described by information_schema, whose
-    # ENUM/SET members lost their 4-byte characters
-    **{("mysql-MINIMAL", g, s): "a live stream started before the CREATE TABLE takes ENUM/SET "
-       "members from information_schema ('?' for 4-byte characters, MySQL has no TYPE OF to "
-       "read them back), not from the CREATE TABLE statement the binlog holds"
-       for g, s in (("types", "replica"), ("charset-gb18030", "replica"),
-                    ("types", "spark-stream-json"))},
-}
+KNOWN_DEFECTS: dict = {}
 
 
 # one parameter for group and source, its value holding the level: pytest groups the tests of a

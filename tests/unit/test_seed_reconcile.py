@@ -93,6 +93,41 @@ def test_a_table_created_after_the_position_is_followed_from_its_create():
     assert h.statements_applied == 2
 
 
+def _members(h, table, pos):
+    return {c.name: c.members for c in h.lookup("db", table, F, pos)[0].columns
+            if c.data_type in ("enum", "set")}
+
+
+def test_a_created_tables_members_are_its_statements_not_information_schemas():
+    # information_schema keeps member names as utf8mb3: a 4-byte character reads '?'
+    shown = _schema("CREATE TABLE n (id INT PRIMARY KEY, e ENUM('a','?x'), s SET('?','b'), "
+                    "o ENUM('?c'))")
+    create = ("CREATE TABLE n (id INT PRIMARY KEY, e ENUM('a','\U0001F600x'), "
+              "s SET('\U0001F42C','b'), o ENUM('\u00e9c'))")
+    exact = {"e": ["a", "\U0001F600x"], "s": ["\U0001F42C", "b"],
+             "o": ["?c"]}     # o: not a character utf8mb3 lacks -- information_schema's
+
+    def seeded(table=shown):
+        h = SchemaHistory()
+        h.seed({("db", "n"): table}, {"db": UTF8MB4}, valid_from=(F, 1000), at=(F, 50),
+               exact_from={("db", "n"): (F, 150)})
+        return h
+    h = seeded()
+    state = h.to_json(F, 50)
+    assert _members(h, "n", 200)["e"] == ["a", "?x"]         # the read, until the stream tells
+    h.apply(create, schema="db", file=F, pos=100, end_pos=150)
+    assert _members(h, "n", 200) == exact and _members(h, "n", 1100) == exact
+    assert [c.name for c in h.lookup("db", "n", F, 1100)[0].columns] == ["id", "e", "s", "o"]
+    # persisted before the statement: the stream that resumes there meets it again
+    back = SchemaHistory.from_json(state)
+    back.apply(create, schema="db", file=F, pos=100, end_pos=150)
+    assert _members(back, "n", 200) == exact and _members(back, "n", 1100) == exact
+    # a shape the statements do not tell (created before the stream's position): the read's
+    h = seeded(_schema("CREATE TABLE n (id INT PRIMARY KEY, e ENUM('a','?x'), z INT)"))
+    h.apply("ALTER TABLE n ADD z INT", schema="db", file=F, pos=100, end_pos=150)
+    assert _members(h, "n", 200)["e"] == ["a", "?x"]
+
+
 def test_persisted_before_the_anchor_restores_it():
     now = _schema("CREATE TABLE t (id INT PRIMARY KEY, c INT)")
     h = SchemaHistory()
