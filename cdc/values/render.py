@@ -362,8 +362,11 @@ def mysqlbinlog_value(v, col: ColumnDef, mysql: bool = False) -> bytes:
         return _quoted(json_to_text(v, quoted=False).encode("utf-8", "surrogateescape"), mysql)
     if rt == T.GEOMETRY:
         return _quoted(struct.pack("<I", v.srid) + v.wkb, mysql)
-    if rt == T.VECTOR:   # MySQL's type: mysqlbinlog prints the values, like VECTOR_TO_STRING
-        return b"[" + b",".join(b"%.5e" % x for x in v) + b"]"
+    if rt == T.VECTOR:
+        if mysql:   # mysqlbinlog prints the values, like VECTOR_TO_STRING
+            return b"[" + b",".join(b"%.5e" % x for x in v) + b"]"
+        # MariaDB logs VECTOR(n) as VARBINARY(4n): mariadb-binlog prints the float32 bytes
+        return _quoted(struct.pack("<%df" % len(v), *v), mysql)
     if isinstance(v, bytes):
         if rt == T.STRING and col.collation == BINARY_COLLATION:
             v = v.rstrip(b"\0")  # the binlog stores BINARY(n) without its padding
