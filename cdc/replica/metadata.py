@@ -37,7 +37,7 @@ from cdc.schema.columns import (CODES, ServerColumn, describe_columns, describe_
 from cdc.schema.history import Unknown
 from cdc.schema.sqltext import ddl_head
 from cdc.schema.tables import TableSchema
-from cdc.values.charsets import BINARY_COLLATION, charset_of
+from cdc.values.charsets import BINARY_COLLATION, charset_of, mysql_collation
 from cdc.values.types import type_info
 
 __all__ = ["COLUMNS_SQL", "ServerColumn", "read_columns", "server_column", "recover_members",
@@ -72,6 +72,8 @@ def server_column(row) -> ServerColumn:
             collation = collation_for_charset(str(charset))
         except ConfigurationError:
             collation = None
+    if version is not None and not is_mariadb(version):   # as a MySQL table map gives it
+        collation = mysql_collation(collation)
     if isinstance(ctype, bytes):
         ctype = ctype.decode("utf-8", "replace")
     return ServerColumn(str(name), str(dt).lower(), str(ctype),
