@@ -92,11 +92,16 @@ class Driver:
     def is_mariadb(self) -> bool:
         return self.server.is_mariadb
 
+    def recorded(self, d) -> Position:
+        """A Spark offset as the position it records, its GTID text read in the server's
+        flavour (not yet checked against this server: :meth:`offset`)."""
+        return Position.from_offset(d, mariadb=self.is_mariadb())
+
     def offset(self, d) -> Position:
         """A Spark offset back into a position on this server, its GTID text read in the
         server's flavour; one with a GTID state that this driver did not make is checked once
         (see the module): it resumes where a GTID dump from its state begins."""
-        p = Position.from_offset(d, mariadb=self.is_mariadb())
+        p = self.recorded(d)
         if p.gtid is None:
             return p
         key = _key(p)
@@ -135,6 +140,8 @@ class Driver:
         end = self.master_status()
         state = spec.position().gtid
         client = replica_client(self.opts, spec, self.opts.server_id)
+        if self.schema.in_use:   # a restored history: table maps are completed from it, as of
+            self.schema.attach(client)   # the offset (the client's own would seed itself here)
         try:
             for tx in client.transactions():
                 return Position(tx.file, tx.pos, state)
