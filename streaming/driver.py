@@ -140,8 +140,9 @@ class Driver:
         end = self.master_status()
         state = spec.position().gtid
         client = replica_client(self.opts, spec, self.opts.server_id)
-        if self.schema.in_use:   # a restored history: table maps are completed from it, as of
-            self.schema.attach(client)   # the offset (the client's own would seed itself here)
+        # table maps are completed from (a copy of) the history the offset carried: the
+        # client's own would seed itself here, and then not know a table changed after that
+        self.schema.attach_restored_copy(client)
         try:
             for tx in client.transactions():
                 return Position(tx.file, tx.pos, state)

@@ -58,6 +58,7 @@ class StreamHistory:
         self.history: SchemaHistory | None = None
         self.fed_to: Position | None = None    # the driver's scans fed statements up to here
         self._source: HistorySource | None = None
+        self.restored: dict | None = None      # the history state a restarted query's offset had
         self.enabled = opts.replica_config().schema_history
 
     def query(self, sql: str, args=None) -> list[tuple]:
@@ -115,17 +116,31 @@ class StreamHistory:
         if state is None or not self.enabled or self.in_use:
             return
         src = self.source()
-        h = SchemaHistory.from_json(state, captures=src.config.table_filter,
-                                    on_unparsed=src.config.on_unparsed_ddl,
-                                    read_table=src.read_table, at_end=src.at_end)
+        h = self._from_state(state)
         try:
             h.collations.update(read_collations(self.query))
         except CdcError as e:       # names of collations binlog-cdc knows still work
             log.warning("the server's collations could not be read (%s)", e)
+        self.restored = state
         self.history = src.history = h
         self.fed_to = at
         log.info("schema history restored from the offset at %s (%d table(s))", at,
                  len(h.tables()))
+
+    def _from_state(self, state: dict) -> SchemaHistory:
+        src = self.source()
+        return SchemaHistory.from_json(state, captures=src.config.table_filter,
+                                       on_unparsed=src.config.on_unparsed_ddl,
+                                       read_table=src.read_table, at_end=src.at_end)
+
+    def attach_restored_copy(self, client) -> None:
+        """Give *client* a copy of the history the offset carried (it completes table maps
+        from it and follows its DDL without touching the shared one); nothing when none was
+        restored."""
+        if self.restored is not None:
+            copy = self._from_state(self.restored)
+            copy.collations.update(self.history.collations)
+            use_history(client, copy)
 
     # --- feeding ----------------------------------------------------------------------------
 
