@@ -92,14 +92,21 @@ def _servers_of(node: Any) -> tuple[str, ...] | None:
     return tuple(marker.args) or SERVER_IDS
 
 
-def _start_named(name: str, **kwargs: Any) -> EmbeddedMariaDB:
+def _named(name: str, **kwargs: Any) -> EmbeddedMariaDB:
+    """A new (not started) server *name*; without its root skip the test, or fail it when
+    ``CI`` is set."""
     try:
         server = embedded_server(name, **kwargs)
     except ConfigurationError as e:
         if os.environ.get("CI"):
             pytest.fail(f"CI is set but {name} is unavailable: {e}", pytrace=False)
         pytest.skip(f"{name} not available: {e}")
-    return start_or_skip(server)
+    server.server_name = name
+    return server
+
+
+def _start_named(name: str, **kwargs: Any) -> EmbeddedMariaDB:
+    return start_or_skip(_named(name, **kwargs))
 
 
 def gtid_prefix(server) -> str:
@@ -145,7 +152,6 @@ def mariadb(embedded):
 def _session_server(name: str, **kwargs: Any):
     """A started server of one of :data:`SERVERS` for a session fixture (generator)."""
     started = _start_named(name, **kwargs)
-    started.server_name = name
     try:
         yield started
     finally:
@@ -216,13 +222,7 @@ def mariadb_factory(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fi
 
     def make(**kwargs: Any) -> EmbeddedMariaDB:
         kwargs.setdefault("basedir", tmp_path_factory.mktemp(name))
-        try:
-            server = embedded_server(name, **kwargs)
-        except ConfigurationError as e:
-            if os.environ.get("CI"):
-                pytest.fail(f"CI is set but {name} is unavailable: {e}", pytrace=False)
-            pytest.skip(f"{name} not available: {e}")
-        server.server_name = name
+        server = _named(name, **kwargs)
         servers.append(server)
         return start_or_skip(server)
 
