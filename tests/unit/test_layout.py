@@ -57,3 +57,20 @@ def test_cdc_exports_its_public_api_without_loading_spark_or_arrow():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(check_layout.ROOT), check=True).stdout.split()
     assert out == [str(len(__import__("cdc").__all__)), "False", "False"]
+
+
+def test_version_dependent_pyspark_apis_are_imported_by_the_compat_module_alone(tmp_path):
+    root = _tree(tmp_path, {
+        "cdc/__init__.py": "", "streaming/__init__.py": "",
+        "streaming/_compat.py": "from pyspark.sql.streaming.datasource import ReadLimit\n"
+                                "from pyspark import pipelines\n",
+        "streaming/source.py": "from pyspark.sql.streaming.datasource import ReadLimit\n"
+                               "from streaming._compat import ReadLimit as R\n",
+        "streaming/flows.py": "def f():\n    from pyspark import pipelines as dp\n",
+    })
+    assert sorted(check_layout.problems(root)) == [
+        "streaming/flows.py:2: imports pyspark.pipelines, which not every supported PySpark "
+        "has: take it from streaming._compat",
+        "streaming/source.py:1: imports pyspark.sql.streaming.datasource, which not every "
+        "supported PySpark has: take it from streaming._compat",
+    ]
