@@ -4,6 +4,9 @@
   ``SupportsTriggerAvailableNow``) came in PySpark 4.2.  Before it, Spark calls the stream
   reader's ``latestOffset()`` without a start or a limit: :class:`LegacyOffsets` answers it.
 * Spark Declarative Pipelines (``pyspark.pipelines``): :func:`pipelines`.
+* Spark types as Arrow types (:func:`to_arrow_type`, :func:`to_arrow_schema`): 4.2 names the
+  timestamps' zone (``timezone=``), 4.0/4.1 only say whether it is UTC (``timestamp_utc=``).
+* JVM class names that moved: :data:`CHECKPOINT_FILE_MANAGER`.
 
 Everything else of PySpark that binlog-cdc uses is the same in 4.0-4.3 and is imported where it
 is used.
@@ -11,14 +14,42 @@ is used.
 
 from __future__ import annotations
 
-import dataclasses
+import inspect
 
 import pyspark
+from pyspark.sql.pandas import types as arrow_types
 
 from cdc.errors import SparkVersionError
-from cdc.positions import Start
 
 VERSION = tuple(int(p) for p in pyspark.__version__.split(".")[:2])
+
+#: Spark's checkpoint writer that renames a temporary file with the FileSystem API (its package
+#: gained ``checkpointing`` in 4.1)
+CHECKPOINT_FILE_MANAGER = ("org.apache.spark.sql.execution.streaming."
+                           + ("checkpointing." if VERSION >= (4, 1) else "")
+                           + "FileSystemBasedCheckpointFileManager")
+
+_TIMEZONE = "timezone" in inspect.signature(arrow_types.to_arrow_type).parameters
+
+
+def _zone(timezone: str | None) -> dict:
+    if _TIMEZONE:
+        return {"timezone": timezone}
+    if timezone not in (None, "UTC"):
+        raise SparkVersionError(f"Arrow timestamps in {timezone} need PySpark 4.2 or later "
+                                f"(this is PySpark {pyspark.__version__}): upgrade pyspark")
+    return {"timestamp_utc": timezone is not None}
+
+
+def to_arrow_type(dt, timezone: str | None = None):
+    """The Arrow type of the Spark type *dt*, timestamps in *timezone* (None: without one)."""
+    return arrow_types.to_arrow_type(dt, **_zone(timezone))
+
+
+def to_arrow_schema(schema, timezone: str | None = None):
+    """The Arrow schema of the Spark *schema*, timestamps in *timezone* (None: without one)."""
+    return arrow_types.to_arrow_schema(schema, **_zone(timezone))
+
 
 try:
     from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxBytes,
@@ -42,8 +73,7 @@ except ImportError:                          # PySpark 4.0/4.1: the source appli
             self.max_bytes = max_bytes
 
     class SupportsTriggerAvailableNow:       # type: ignore[no-redef]
-        """Never called by this PySpark: Spark reads up to the end its one ``latestOffset()``
-        call at the query's start returned."""
+        """Never called by this PySpark: it runs ``Trigger.AvailableNow`` as ``Trigger.Once``."""
 
 
 def require(feature: str, release: tuple[int, int]) -> None:
@@ -70,41 +100,31 @@ def pipelines(scd_type: int = 1):
 class LegacyOffsets:
     """``latestOffset()`` of a stream reader on PySpark 4.0/4.1 (no admission control).
 
-    Spark asks for the end of the next batch without saying where it starts or how much to take:
-    the batch starts where the previous one ended, which the reader learns from the batches it
-    plans (:meth:`planned`; a restarted query's first call is ``partitions(o, o)`` with the
-    offset it resumes at) and from the offsets it returned, and the reader applies its own
-    limits (``maxEventsPerTrigger``, ``maxBytesPerTrigger``).
-
-    The first call comes before Spark names any start: for ``Trigger.AvailableNow`` Spark asks
-    once, at the query's start (before a restarted query says where it resumes), and reads up
-    to that answer in one batch.  So that first answer is the end seen then: the binlog's end
-    (its schema history made by a reader of its own, leaving this reader's for the start that
-    Spark names next), or for a snapshot the snapshot's end.  A new query's first batch
-    therefore reads up to the end seen at its start; the limits bound every later batch.
+    Spark asks for the end of the next batch without saying where it starts or how much to take.
+    The batch starts where the previous one ended: the reader learns that place from the batches
+    it plans (:meth:`planned`; a restarted query's first call is ``partitions(o, o)`` with the
+    offset it resumes at), from the offsets it answered, or for a new query from its initial
+    offset.  The reader applies its own limits (``maxEventsPerTrigger``, ``maxBytesPerTrigger``)
+    to every answer but the first: these releases run ``Trigger.AvailableNow`` as
+    ``Trigger.Once``, one batch from a single call, so the first batch after a start reads up to
+    the end seen then.  (A run that restarts an interrupted batch runs only that batch: Spark's
+    ``Trigger.Once``.)
     """
 
     def __init__(self, history_key: str):
         self.history_key = history_key       # the part of an offset that is not its place
         self.initial: dict | None = None     # initialOffset(), made once
         self.next_start: dict | None = None
+        self.answered = False
         self.guessed: dict | None = None     # a start assumed before Spark named one
 
     def latest(self, reader) -> dict:
-        if self.next_start is not None:
-            offset = reader.latest_offset(self.next_start, reader.getDefaultReadLimit())
-        elif reader.opts.snapshot:
-            self.guessed = reader.initialOffset()
-            offset = reader.latest_offset(self.guessed, ReadAllAvailable())
-        else:
-            probe = type(reader)(dataclasses.replace(reader.opts, starting=Start.latest()),
-                                 reader.schema, reader.columns, reader.schema_point)
-            try:
-                offset = probe.initialOffset()
-            finally:
-                probe.stop()
-        self.next_start = offset
-        return offset
+        if self.next_start is None:          # a new query
+            self.guessed = self.next_start = reader.initialOffset()
+        limit = reader.getDefaultReadLimit() if self.answered else ReadAllAvailable()
+        self.next_start = reader.latest_offset(self.next_start, limit)
+        self.answered = True
+        return self.next_start
 
     def _place(self, offset: dict) -> dict:
         return {k: v for k, v in offset.items() if k != self.history_key}
@@ -112,10 +132,11 @@ class LegacyOffsets:
     def planned(self, start: dict, end: dict) -> None:
         """Spark plans the batch *start* .. *end*."""
         if self.guessed is not None and self._place(start) != self._place(self.guessed):
+            # spark.sql.streaming.triggerAvailableNowWrapper.enabled asks before naming it
             raise SparkVersionError(
-                "Trigger.AvailableNow of a restarted snapshot query needs PySpark 4.2 or later "
-                f"(PySpark {pyspark.__version__} asks the source for its end before it names "
-                "the offset the query resumes at): upgrade pyspark, or run the restarted query "
-                "with a processingTime trigger")
+                "this restarted query asked binlog-cdc for its end before it said where it "
+                "resumes (spark.sql.streaming.triggerAvailableNowWrapper.enabled with "
+                f"Trigger.AvailableNow): that needs PySpark 4.2 or later (this is PySpark "
+                f"{pyspark.__version__}); upgrade pyspark, or leave that setting off")
         self.guessed = None
         self.next_start = end

@@ -28,8 +28,9 @@ SANS_IO = ("cdc.binlog", "cdc.values", "cdc.rows", "cdc.positions")
 IO_LAYERS = ("cdc.replica", "cdc.cli", "cdc.embedded")
 SPARK_ONLY = ("streaming", "pyspark", "pyarrow")
 COMPAT = "streaming._compat"
-#: not in every supported PySpark (4.0-4.3): admission control came in 4.2, pipelines in 4.1
-VERSIONED = ("pyspark.sql.streaming.datasource", "pyspark.pipelines")
+#: not the same in every supported PySpark (4.0-4.3): admission control came in 4.2, pipelines
+#: in 4.1, the Arrow conversions' arguments changed in 4.2
+VERSIONED = ("pyspark.sql.streaming.datasource", "pyspark.pipelines", "pyspark.sql.pandas.types")
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
