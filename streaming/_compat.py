@@ -86,14 +86,14 @@ def require(feature: str, release: tuple[int, int]) -> None:
 def pipelines(scd_type: int = 1):
     """``pyspark.pipelines``, refused where it has no AutoCDC flows of *scd_type* (AutoCDC came
     in PySpark 4.2 with SCD type 1, SCD type 2 in 4.3)."""
+    if int(scd_type) == 2:
+        require("AutoCDC with SCD type 2", (4, 3))
     try:
         from pyspark import pipelines as dp
     except ImportError:
         dp = None
     if dp is None or not hasattr(dp, "create_auto_cdc_flow"):
         require("AutoCDC (pyspark.pipelines.create_auto_cdc_flow)", (4, 2))
-    if int(scd_type) == 2:
-        require("AutoCDC with SCD type 2", (4, 3))
     return dp
 
 

@@ -230,8 +230,9 @@ def test_max_events_per_trigger_bounds_batches_and_available_now_drains(
         assert sizes == [450]
     assert replay(rows) == select_state(mariadb, db, "orders")
     last = q.lastProgress["sources"][0]
-    lag = json.loads(last["latestOffset"])
-    assert lag["behindBytes"] == 0 and lag["lagSeconds"] == 0
+    if ADMISSION_CONTROL:      # the lag report (reportLatestOffset) came with admission control
+        lag = json.loads(last["latestOffset"])
+        assert lag["behindBytes"] == 0 and lag["lagSeconds"] == 0
     end = Position.from_offset(json.loads(last["endOffset"]))
     # the GTID state travels with the offset (on MySQL a file/position start learns the set
     # executed before it), so the query can resume on another server by GTID
