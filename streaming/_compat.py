@@ -29,6 +29,13 @@ CHECKPOINT_FILE_MANAGER = ("org.apache.spark.sql.execution.streaming."
                            + ("checkpointing." if VERSION >= (4, 1) else "")
                            + "FileSystemBasedCheckpointFileManager")
 
+def require(feature: str, release: tuple[int, int]) -> None:
+    """Refuse *feature* on a PySpark older than *release*."""
+    if VERSION < release:
+        raise SparkVersionError(f"{feature} needs PySpark {release[0]}.{release[1]} or later "
+                                f"(this is PySpark {pyspark.__version__}): upgrade pyspark")
+
+
 _TIMEZONE = "timezone" in inspect.signature(arrow_types.to_arrow_type).parameters
 
 
@@ -36,8 +43,7 @@ def _zone(timezone: str | None) -> dict:
     if _TIMEZONE:
         return {"timezone": timezone}
     if timezone not in (None, "UTC"):
-        raise SparkVersionError(f"Arrow timestamps in {timezone} need PySpark 4.2 or later "
-                                f"(this is PySpark {pyspark.__version__}): upgrade pyspark")
+        require(f"Arrow timestamps in {timezone}", (4, 2))
     return {"timestamp_utc": timezone is not None}
 
 
@@ -74,13 +80,6 @@ except ImportError:                          # PySpark 4.0/4.1: the source appli
 
     class SupportsTriggerAvailableNow:       # type: ignore[no-redef]
         """Never called by this PySpark: it runs ``Trigger.AvailableNow`` as ``Trigger.Once``."""
-
-
-def require(feature: str, release: tuple[int, int]) -> None:
-    """Refuse *feature* on a PySpark older than *release*."""
-    if VERSION < release:
-        raise SparkVersionError(f"{feature} needs PySpark {release[0]}.{release[1]} or later "
-                                f"(this is PySpark {pyspark.__version__}): upgrade pyspark")
 
 
 def pipelines(scd_type: int = 1):
