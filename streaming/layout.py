@@ -41,6 +41,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from cdc.errors import SchemaError
+from streaming.spark_errors import user_errors
 from streaming.schema import SOURCE_TYPE, image_struct
 
 #: The change metadata columns of the flat layout, after the table's columns.
@@ -128,6 +129,7 @@ def flatten_batches(batches: Iterable[pa.RecordBatch], columns) -> Iterator[pa.R
         yield pa.RecordBatch.from_arrays(f.columns, schema=schema)
 
 
+@user_errors
 class FlatBatchReader(DataSourceReader):
     """A batch reader of the typed envelope (*inner*) giving the flat layout."""
 

@@ -83,6 +83,7 @@ from streaming.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anch
                                 lag_report, skip_set, need_scan, plan_chunks,
                                 quiet_until)
 from streaming.layout import FlatBatchReader, flat_schema, flatten_batches
+from streaming.spark_errors import user_errors
 from streaming.schema import JSON_SCHEMA, typed_schema, with_fields, with_schema_changes
 from streaming.storage import list_files, storage_for
 from streaming import snapshot
@@ -102,6 +103,7 @@ def _older(file: str, than: str) -> bool:
 # ===================================================================================================
 
 
+@user_errors
 class BinlogCdcDataSource(DataSource):
     """``format("binlog-cdc")``: see the module docstring, :mod:`streaming.schema` (the schema)
     and :mod:`streaming.options` (the options)."""
@@ -214,6 +216,7 @@ def columns_from_files(opts: SourceOptions, db: str, table: str):
     raise ConfigurationError(f"option table: {db}.{table} has no row changes in the given files")
 
 
+@user_errors
 class FileBatchReader(DataSourceReader):
     """One task per binlog file; each decodes its file with the sans-IO parser."""
 
@@ -281,6 +284,7 @@ def read_past_file_end(read_to, chunk: BinlogChunk) -> bool:
     return read_to is not None and (read_to[0] != chunk.file or read_to[1] >= chunk.end)
 
 
+@user_errors
 class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """See the module docstring. Driver state is created lazily and never pickled."""
 
