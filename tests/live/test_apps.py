@@ -288,11 +288,34 @@ def test_job_check_prints_each_check(mariadb, db, tmp_path, capsys, monkeypatch)
     assert [(l.split()[0], l.split()[1]) for l in lines] == [
         ("PASS", "connection"), ("PASS", "tls"), ("PASS", "log_bin"), ("PASS", "binlog_format"),
         ("PASS", "binlog_row_image"), ("PASS", "binlog_row_metadata"), ("PASS", "gtid"),
-        ("PASS", "privileges"), ("PASS", "tables"), ("FAIL", "keys"), ("PASS", "retention")]
+        ("PASS", "privileges"), ("PASS", "tables"), ("FAIL", "keys"), ("PASS", "retention"),
+        ("PASS", "sink")]
     assert lines[8].endswith(f"includeTables matches 2 table(s): {db}.nopk, {db}.t")
     assert f"{db}.nopk has no primary key, which a sink that upserts needs" in lines[9]
     mariadb.execute(f"DROP TABLE {db}.nopk")
     assert main(["--check", str(cfg)]) == 0
+
+
+def test_job_check_names_the_columns_the_delta_upserter_refuses(mariadb, db, tmp_path, capsys,
+                                                               monkeypatch):
+    """(A column named _cdc_op failed the job only when its table first changed.)"""
+    from streaming.apps.job import main
+    mariadb.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(20))")
+    mariadb.execute(f"CREATE TABLE {db}.ops (id INT PRIMARY KEY, _cdc_op CHAR(1))")
+    monkeypatch.setenv("TEST_APPS_PASSWORD", mariadb.cdc_params()["password"])
+    cfg = _config(tmp_path, mariadb, db, mariadb.current_position(), trigger="availableNow",
+                  metrics=False)
+    capsys.readouterr()
+    assert main(["--check", str(cfg)]) == 2
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == (f"FAIL  sink                   the Delta upserter refuses {db}.ops._cdc_op "
+                         f"(the name the Delta upserter gives the change kind in its MERGE: "
+                         f"rename the column); or leave the table out with excludeTables")
+    mariadb.execute(f"ALTER TABLE {db}.ops RENAME COLUMN _cdc_op TO op")
+    assert main(["--check", str(cfg)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "PASS  sink                   the Delta upserter takes every column of the 2 captured "
+        "table(s)")
 
 
 def test_start_and_stop_metrics_leave_nothing_behind(spark):
