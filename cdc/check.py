@@ -108,7 +108,7 @@ def _checks(conn, query, config, where, *, include, exclude, start, snapshot, up
         sizes = estimated_rows(query)
         rows = sum(sizes.get(t, 0) for t in tables)
         seconds = rows / rows_per_second
-        what = f" ({rows:,} rows at {rows_per_second:,.0f} rows/s)"
+        what = f" ({rows:,} rows at {rows_per_second:,g} rows/s)"
     if binlog:
         out.append(_retention_finding(config, query, info, v, where, seconds, what or ""))
     if sink_check is not None and tables:

@@ -199,6 +199,6 @@ def test_binlogs_purged_sooner_than_the_snapshot_takes(server, mariadb_factory):
     assert rc == 0 and status == "WARN", out
     assert message.startswith(f"the oldest binlog, {oldest}, begins at {began} ("), message
     assert "binlogs before it were purged sooner than the initial snapshot's estimated 5 min " \
-        "(3 rows at 0 rows/s) takes, although the setting keeps them for 10 days (binlog_expire_" \
+        "(3 rows at 0.01 rows/s) takes, although the setting keeps them for 10 days (binlog_expire_" \
         "logs_seconds=864000): stop what purges them early (PURGE BINARY LOGS run by hand or " \
         "by a job, a binlog size limit) while the snapshot runs" in message, message
