@@ -14,7 +14,7 @@ from pyspark.errors import AnalysisException, StreamingQueryException  # noqa: E
 
 from cdc.check import FAIL, run_checks  # noqa: E402
 from cdc.errors import ConfigurationError  # noqa: E402
-from streaming.options import SourceOptions  # noqa: E402
+from streaming.source.options import SourceOptions  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark]
 

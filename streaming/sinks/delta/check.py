@@ -1,6 +1,6 @@
-"""What the Delta upserter (:mod:`streaming.delta`) refuses of the captured tables, as findings
+"""What the Delta upserter (:mod:`streaming.sinks.delta.upserter`) refuses of the captured tables, as findings
 of ``binlog-cdc check`` (:mod:`cdc.check`'s *sink_check*; the job runner's ``--check`` and its
-start): a column named :data:`~streaming.delta.OP_COLUMN` (the upserter's own column in its
+start): a column named :data:`~streaming.sinks.delta.upserter.OP_COLUMN` (the upserter's own column in its
 MERGE) and a column of a type binlog-cdc has no Delta type for. (A table without a primary key
 is the keys check's, with ``upsert``.)"""
 
@@ -12,7 +12,7 @@ from cdc.check import FAIL, PASS, Finding
 from cdc.errors import SchemaError
 from cdc.replica.metadata import read_columns
 
-from streaming.delta import OP_COLUMN
+from streaming.sinks.delta.upserter import OP_COLUMN
 
 __all__ = ["sink_check"]
 

@@ -10,7 +10,7 @@
 Like Kafka's ``startingOffsets``/``endingOffsets``: the rows are those a stream started at
 ``startingPosition`` would deliver up to the end, read the way the stream reads a micro-batch
 (the same code: :class:`streaming.source.BinlogStreamReader` plans the range with
-:func:`streaming.planning.plan_chunks` and each task reads its chunk over its own replication
+:func:`streaming.source.planning.plan_chunks` and each task reads its chunk over its own replication
 connection).  The end is a transaction boundary: ``latest`` is the binlog end when the read is
 planned; a file/pos takes the transactions that end at or before it; a GTID set takes the
 transactions from the start on while their GTIDs are in the set.
@@ -26,7 +26,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 from cdc.errors import ConfigurationError
 from cdc.positions import binlog_file_number
 
-from streaming.spark_errors import user_errors
+from streaming.source.spark_errors import user_errors
 
 log = logging.getLogger("binlog_cdc.spark")
 
