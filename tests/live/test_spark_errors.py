@@ -97,3 +97,34 @@ def test_an_option_typo_fails_with_the_message_on_its_first_line(spark, server):
     assert f"cdc.errors.ConfigurationError: {parsed.value}" in text.splitlines()[0], text[:3000]
     assert "did you mean host?" in text.splitlines()[0]
     assert "Traceback" not in text, text[:3000]
+
+
+def test_a_sink_error_in_foreach_batch_comes_with_few_frames(spark, server, errs_db, tmp_path):
+    """A DeltaUpserter refusing a table (no primary key) in ``foreachBatch``: Spark quotes the
+    Python traceback of the function (Py4J formats it in the driver), which binlog-cdc cannot
+    take out; only the frames between Spark's call and the binlog-cdc error are there (not the
+    upserter's own), and the error line names what to do."""
+    from streaming.sinks.delta import DeltaUpserter
+    server.execute("CREATE TABLE IF NOT EXISTS errs.nokey (id INT, v INT)")
+    opts = options(server, includeTables="errs.nokey",
+                   startingPosition=",".join(map(str, server.current_position())).replace(
+                       ",", ":"))
+    server.execute("INSERT INTO errs.nokey VALUES (1, 1)")
+    p = server.cdc_params()
+    up = DeltaUpserter(tmp_path / "delta", host=p["host"], port=p["port"], user=p["user"],
+                       password=p["password"], app_id="errs")
+    q = (spark.readStream.format("binlog-cdc").options(**opts).load().writeStream
+         .foreachBatch(up).option("checkpointLocation", str(tmp_path / "c"))
+         .trigger(availableNow=True).start())
+    with pytest.raises(StreamingQueryException) as e:
+        q.awaitTermination(120)
+    text = str(e.value).split("\n=== Streaming Query ===")[0]
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if "cdc.errors.ConfigurationError: " in line)
+    assert lines[at].endswith(
+        "cdc.errors.ConfigurationError: DeltaUpserter: errs.nokey has no primary key; upserts "
+        "need a primary key to match changes to rows (add one, or leave the table out with "
+        "excludeTables)"), text
+    frames = [line for line in lines[:at] if line.lstrip().startswith("File ")]
+    assert not any("/streaming/sinks/delta/" in f for f in frames), text
+    assert len(frames) <= 4, text     # Py4J's call, PySpark's (twice: it re-raises), spark_safe
