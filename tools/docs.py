@@ -85,7 +85,7 @@ TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "types": ("types.md", types_table),
     "grants": ("server-setup.md", grants_table),
 }
-_BLOCK = re.compile(r"(<!-- generated: (\w+) \(python -m tools\.docs\) -->\n)(.*?)(\n<!-- end "
+_BLOCK = re.compile(r"(<!-- generated: (\w+) \(python -m tools\.docs\) -->\n)(.*?)(<!-- end "
                     r"generated -->)", re.S)
 
 
@@ -95,7 +95,7 @@ def render(text: str, only: str | None = None) -> str:
         name = m.group(2)
         if name not in TABLES or (only and name != only):
             return m.group(0)
-        return m.group(1) + TABLES[name][1]() + m.group(4)
+        return m.group(1) + TABLES[name][1]() + "\n" + m.group(4)
     return _BLOCK.sub(sub, text)
 
 
