@@ -40,6 +40,23 @@ def _row(cells) -> str:
     return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
 
+_FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```$", re.M | re.S)
+
+
+def fenced_blocks(path: Path) -> list[tuple[str, str]]:
+    """(info string, body) of each fenced block of a markdown file."""
+    return [(m.group(1).strip(), m.group(2)) for m in _FENCE.finditer(path.read_text())]
+
+
+def runnable(info: str, lang: str) -> list[str] | None:
+    """The words after ``runnable`` when the info string *info* marks a runnable block of
+    *lang* (```` ```bash runnable ````, ```` ```sql runnable mariadb ````), else None."""
+    words = info.split()
+    if len(words) >= 2 and words[0] == lang and words[1] == "runnable":
+        return words[2:]
+    return None
+
+
 def options_table() -> str:
     from streaming.source.options import OPTIONS
     lines = [_row(["option", "required", "type", "default", "applies to", "meaning"]),

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tools import docs as docs_tool
+from tools.docs import fenced_blocks, runnable
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -22,22 +23,6 @@ USER_DOCS = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 ALL_DOCS = [*USER_DOCS, ROOT / "CONTRIBUTING.md"]
 #: pages written on other branches; the link check skips them until they are merged
 PAGES_OF_OTHER_BRANCHES = {"sinks.md", "pipelines.md", "troubleshooting.md", "guarantees.md"}
-
-_FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```$", re.M | re.S)
-
-
-def fenced_blocks(path: Path) -> list[tuple[str, str]]:
-    """(info string, body) of each fenced block of a markdown file."""
-    return [(m.group(1).strip(), m.group(2)) for m in _FENCE.finditer(path.read_text())]
-
-
-def runnable(info: str, lang: str) -> list[str] | None:
-    """The words after ``runnable`` when *info* marks a runnable block of *lang*, else None."""
-    words = info.split()
-    if len(words) >= 2 and words[0] == lang and words[1] == "runnable":
-        return words[2:]
-    return None
-
 
 def test_generated_tables_match_the_code():
     assert docs_tool.stale() == []
@@ -85,6 +70,13 @@ def test_every_flag_is_documented(module, doc):
     for cmd in _flags(parser):
         if cmd:
             assert f"## {cmd}" in text, f"docs/{doc} has no section for {cmd}"
+
+
+def test_every_command_takes_the_common_flags():
+    """docs/cli.md: every command takes --log-level and -q."""
+    from cdc.cli.main import build_parser
+    for cmd, flags in _flags(build_parser()).items():
+        assert "--log-level" in flags and "-q" in flags, cmd
 
 
 def test_every_job_key_is_documented():
