@@ -116,9 +116,21 @@ def test_relative_links_resolve():
             target = m.group(1)
             if re.match(r"[a-z]+:", target) or Path(target).name in PAGES_OF_OTHER_BRANCHES:
                 continue
-            if not (path.parent / target).exists():
+            dest = path.parent / target
+            if not dest.exists():
                 broken.append(f"{path.relative_to(ROOT)}: {target}")
+            elif m.group(2) and dest.suffix == ".md" and m.group(2)[1:] not in _anchors(dest):
+                broken.append(f"{path.relative_to(ROOT)}: {target}{m.group(2)}")
     assert not broken, broken
+
+
+def _anchors(path: Path) -> set[str]:
+    """The anchors GitHub gives a markdown file's headings."""
+    out = set()
+    for m in re.finditer(r"^#+ (.*)$", path.read_text(), re.M):
+        slug = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+        out.add(slug)
+    return out
 
 
 _HISTORY = re.compile(r"\b(Previously|previous stop|the issue's|issue \d+|as before|no longer|"
