@@ -1,7 +1,7 @@
 """The user docs (README.md, docs/) and CONTRIBUTING.md say what the code does: the generated
 tables match their owners, every option of the source and every flag of the commands is
 documented, every job key too, the grants agree with cdc.replica.server, relative links resolve,
-every ``bash runnable`` block runs (offline), and CI runs CONTRIBUTING's test command. The
+every ``bash runnable`` block runs (offline), and CI runs the README's test command. The
 ``sql runnable`` blocks run against real servers in tests/live/test_docs_live.py."""
 
 from __future__ import annotations
@@ -165,8 +165,8 @@ def test_runnable_bash_blocks_run(path, body, tmp_path):
     assert "Traceback" not in r.stderr
 
 
-def test_ci_runs_the_test_command_of_contributing():
-    """.ci/run takes the line after CONTRIBUTING.md's marker and its fence, as this does."""
+def test_ci_runs_the_test_command_of_the_readme():
+    """.ci/run takes the line after README.md's marker and its fence, as this does."""
     ci = (ROOT / ".ci" / "run").read_text()
     line = next(ln for ln in ci.splitlines() if ln.startswith("TEST_COMMAND="))
     extract = line.split("=", 1)[1].strip().removeprefix('"$(').removesuffix(')"')
