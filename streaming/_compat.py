@@ -110,12 +110,17 @@ class LegacyOffsets:
     ``Trigger.Once``.)
     """
 
-    def __init__(self, history_key: str):
-        self.history_key = history_key       # the part of an offset that is not its place
+    def __init__(self):
         self.initial: dict | None = None     # initialOffset(), made once
         self.next_start: dict | None = None
         self.answered = False
         self.guessed: dict | None = None     # a start assumed before Spark named one
+
+    def once(self, make) -> dict:
+        """The initial offset, *make* called once."""
+        if self.initial is None:
+            self.initial = make()
+        return self.initial
 
     def latest(self, reader) -> dict:
         if self.next_start is None:          # a new query
@@ -125,12 +130,9 @@ class LegacyOffsets:
         self.answered = True
         return self.next_start
 
-    def _place(self, offset: dict) -> dict:
-        return {k: v for k, v in offset.items() if k != self.history_key}
-
-    def planned(self, start: dict, end: dict) -> None:
-        """Spark plans the batch *start* .. *end*."""
-        if self.guessed is not None and self._place(start) != self._place(self.guessed):
+    def planned(self, start: dict, end: dict, place) -> None:
+        """Spark plans the batch *start* .. *end* (*place*: an offset's place in the binlog)."""
+        if self.guessed is not None and place(start) != place(self.guessed):
             # spark.sql.streaming.triggerAvailableNowWrapper.enabled asks before naming it
             raise SparkVersionError(
                 "this restarted query asked binlog-cdc for its end before it said where it "

@@ -85,9 +85,9 @@ from streaming.source.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, aft
 from streaming.contract.flat import flat_schema, flatten_batches
 from streaming.source.flat_reader import FlatBatchReader
 from streaming.contract.spark_schema import JSON_SCHEMA, typed_schema, with_fields, with_schema_changes
-from streaming.source.schema_history import KEY as HISTORY_KEY
 from streaming.source.storage import list_files, storage_for
 from streaming.source import snapshot
+from streaming.source.spark_errors import user_errors
 
 log = logging.getLogger("binlog_cdc.spark")
 
@@ -104,6 +104,7 @@ def _older(file: str, than: str) -> bool:
 # ===================================================================================================
 
 
+@user_errors
 class BinlogCdcDataSource(DataSource):
     """``format("binlog-cdc")``: see the module docstring, :mod:`streaming.contract.spark_schema` (the schema)
     and :mod:`streaming.source.options` (the options)."""
@@ -216,6 +217,7 @@ def columns_from_files(opts: SourceOptions, db: str, table: str):
     raise ConfigurationError(f"option table: {db}.{table} has no row changes in the given files")
 
 
+@user_errors
 class FileBatchReader(DataSourceReader):
     """One task per binlog file; each decodes its file with the sans-IO parser."""
 
@@ -283,6 +285,7 @@ def read_past_file_end(read_to, chunk: BinlogChunk) -> bool:
     return read_to is not None and (read_to[0] != chunk.file or read_to[1] >= chunk.end)
 
 
+@user_errors
 class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """See the module docstring. Driver state is created lazily and never pickled."""
 
@@ -294,7 +297,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._driver: Driver | None = None
         self._lag_report: dict | None = None
         self._quiet_since: float | None = None   # monotonic time the offset was first held
-        self._legacy = LegacyOffsets(HISTORY_KEY)   # PySpark 4.0/4.1: the next batch's start
+        self._legacy = LegacyOffsets()           # PySpark 4.0/4.1: the next batch's start
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -315,9 +318,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict:
         """Where the stream starts (made once); the schema history is seeded there."""
-        if self._legacy.initial is None:
-            self._legacy.initial = self._initial_offset()
-        return self._legacy.initial
+        return self._legacy.once(self._initial_offset)
 
     def _initial_offset(self) -> dict:
         d = self.driver
@@ -374,9 +375,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._lag_report
 
     def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
-        if start is None:      # PySpark 4.0/4.1 (no admission control): see streaming._compat
-            return self._legacy.latest(self)
-        return self.latest_offset(start, limit)
+        # PySpark 4.0/4.1 (no admission control) give no start: see streaming._compat
+        return self._legacy.latest(self) if start is None else self.latest_offset(start, limit)
 
     def latest_offset(self, start: dict, limit: ReadLimit) -> dict:
         d = self.driver
@@ -509,7 +509,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict):
         d = self.driver
-        self._legacy.planned(start, end)
+        self._legacy.planned(start, end, lambda o: d.recorded(o).key)
         if snapshot.in_snapshot(start):
             return snapshot.partitions(d, self.opts, start, end)
         d.schema.restore(start, d.recorded(start))   # before d.offset: its GTID probe uses it
