@@ -2,7 +2,7 @@
 from ``foreachBatch``: the batch stays on the executors (nothing of its rows is collected to the
 driver)::
 
-    from streaming.spark_merge import SparkMerge
+    from streaming.sinks.spark import SparkMerge
 
     merge = SparkMerge("/data/delta", format="delta", app_id="orders-cdc",
                        host="db.example", user="cdc", password=secret)
@@ -12,10 +12,10 @@ driver)::
 ``format="delta"`` (delta-spark): one table per source table at ``<target>/<db>/<table>``;
 ``format="iceberg"`` (the Iceberg Spark runtime): ``<target>.<db>.<table>``, *target* a catalog
 (or ``catalog.namespace``) of the session. The session needs the connector's jars and catalog
-settings (:func:`streaming.local_spark.local_spark`'s ``formats``; ``docs/sinks.md``).
+settings (:func:`streaming.apps.local_spark.local_spark`'s ``formats``; ``docs/sinks.md``).
 
-The semantics are :class:`streaming.delta.DeltaUpserter`'s, from the same plan
-(:mod:`streaming.sink_plan`): the last change per primary key in ``seq`` order (a primary-key
+The semantics are :class:`streaming.sinks.delta.upserter.DeltaUpserter`'s, from the same plan
+(:mod:`streaming.sinks.plan`): the last change per primary key in ``seq`` order (a primary-key
 change is a delete of the old key and a write of the new one), the changes before a table's last
 ``TRUNCATE`` superseded (the MERGE then also deletes every row the changes after it do not
 write), the DDL of ``includeSchemaChanges`` applied in order as schema evolution (columns added,
@@ -44,13 +44,12 @@ import threading
 from cdc.errors import ConfigurationError, SchemaError
 from cdc.replica.config import ReplicaConfig
 
-from streaming.delta import ServerColumns, default_table_path
-from streaming.delta_schema import SCHEMA_CHANGE
-from streaming.foreach_batch import spark_safe
-from streaming.options import UPSERT_FIELDS
-from streaming.sink_plan import (OP_COLUMN, RESNAPSHOT, TableEvents, merge_clauses, plan_table,
-                                 refuse_keyless)
-from streaming.spark_values import final_columns, fill_value, same_type, spark_ddl_type
+from streaming.contract.envelope import SCHEMA_CHANGE, UPSERT_FIELDS
+from streaming.sinks.foreach_batch import spark_safe
+from streaming.sinks.plan import (OP_COLUMN, RESNAPSHOT, TableEvents, merge_clauses, plan_table,
+                                  refuse_keyless)
+from streaming.sinks.tables import default_table_path, server_columns
+from streaming.sinks.spark.values import final_columns, fill_value, same_type, spark_ddl_type
 
 log = logging.getLogger("binlog_cdc.spark_merge")
 
@@ -84,14 +83,7 @@ class SparkMerge:
             raise ConfigurationError("SparkMerge: app_id is required (it names the stream in the "
                                      "tables' commits; one per checkpoint)")
         if columns is None:
-            if config is None:
-                if not host or not user:
-                    raise ConfigurationError("SparkMerge: give config= (the source's "
-                                             "ReplicaConfig), or host and user (and password) "
-                                             "of the source server, or a columns=(db, table) -> "
-                                             "TableInfo function")
-                config = ReplicaConfig(host, port, user, password or "", ssl=ssl)
-            columns = ServerColumns(config)
+            columns = server_columns("SparkMerge", host, port, user, password, ssl, config)
         self.target = str(target)
         self.format = format
         self.app_id = str(app_id)
@@ -202,7 +194,7 @@ class SparkMerge:
 def _last_changes(rows, plan):
     """The last change per key of *rows* (one table's row changes, after its last truncate),
     in the final shape of *plan*, with the change kind in :data:`OP_COLUMN`: the candidates
-    of :mod:`streaming.sink_plan` (a key change adds a delete of the old key at rank 0), the
+    of :mod:`streaming.sinks.plan` (a key change adds a delete of the old key at rank 0), the
     one with the highest ``(seq, rank)`` per key winning."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -231,7 +223,7 @@ def _last_changes(rows, plan):
             .drop("__n", _SEQ, _RANK))
 
 
-# --- targets ---------------------------------------------------------------------------------------
+# --- targets --------------------------------------------------------------------------------------
 
 
 class _Target:

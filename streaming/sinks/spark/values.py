@@ -1,13 +1,13 @@
-"""Row-image values as Spark columns, for :class:`streaming.spark_merge.SparkMerge`: the JSON
+"""Row-image values as Spark columns, for :class:`streaming.sinks.spark.merge.SparkMerge`: the JSON
 images (``before``/``after`` texts) read on the executors into the target's column types --
-the types of :mod:`streaming.delta_types` (typed mode's, ``TIME`` as text), with the same
+the types of :mod:`streaming.sinks.delta.types` (typed mode's, ``TIME`` as text), with the same
 values as its converters give.
 
 An image is read once as a map of column name -> the value's JSON text (``from_json`` to
 ``map<string,string>``); each column's value is that text cast to its type (dates and times that
 do not exist, such as MySQL's zero dates, are null, as in typed mode; binary strings are base64;
 ``TIMESTAMP`` texts are UTC). MySQL JSON documents, GEOMETRY and VECTOR go through
-:func:`streaming.delta_types.json_converter` in a Python UDF on the executors.
+:func:`streaming.sinks.delta.types.json_converter` in a Python UDF on the executors.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from cdc.binlog.constants import ColumnType as T
 from cdc.values.types import ColumnDef
 
-from streaming.delta_types import delta_spark_type, json_converter, parse_image
+from streaming.sinks.delta.types import delta_spark_type, json_converter, parse_image
 
 __all__ = ["final_columns", "fill_value", "spark_ddl_type", "same_type"]
 
@@ -86,7 +86,7 @@ def _fill(col: ColumnDef, value):
 
 def _value(col: ColumnDef, origin, image, parsed):
     """*col*'s value in an image (*image*: the JSON text, *parsed*: it as a map) per *origin*
-    (:class:`streaming.sink_plan.Origin`)."""
+    (:class:`streaming.sinks.plan.Origin`)."""
     from pyspark.sql import functions as F
     if origin.name is None:
         return _fill(col, origin.fill)
@@ -102,7 +102,7 @@ def _value(col: ColumnDef, origin, image, parsed):
 
 def final_columns(plan) -> list[tuple]:
     """``[(name, value in the after image, value in the before image)]`` of the final shape of
-    *plan* (:class:`streaming.sink_plan.TablePlan`), each row image read through the plan's
+    *plan* (:class:`streaming.sinks.plan.TablePlan`), each row image read through the plan's
     schema changes after it (by its ``seq``)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import MapType, StringType
