@@ -1,0 +1,229 @@
+"""python -m bench sinks: the two upsert sinks side by side on the same stream, in one run.
+
+    python -m bench sinks [--rows 20000] [--max-events 5000] [--rate 20] [--seconds 15]
+                          [--markdown FILE]
+
+Starts a private MariaDB (cdc.embedded) and one ``local[2]`` Spark session with the table-format
+connectors this PySpark has (``streaming.apps.local_spark``: delta-spark on 4.0-4.2, Iceberg on
+4.0/4.1), and measures ``readStream.format("binlog-cdc")`` -> ``foreachBatch(sink)`` for each
+sink: ``delta-rs`` (DeltaUpserter: the batch collected to the driver, MERGEd by delta-rs),
+``delta-spark`` and ``iceberg`` (SparkMerge: Spark's MERGE on the executors):
+
+* throughput: the ``updates`` workload (``--rows`` inserts, then one UPDATE of every row: full
+  before and after images) streamed ``availableNow`` with ``maxEventsPerTrigger``; changes/s
+  from ``start()`` to the query's end, after an untimed warm-up run of each sink;
+* latency: a writer commits one-row transactions at ``--rate``/s for ``--seconds`` and stamps
+  each commit; a reader polls the target (delta-rs reads both Delta tables; Iceberg is read
+  through the session) and stamps when each row becomes visible; p50/p95/max of the difference.
+
+Nothing is asserted. Run it in a PySpark that has a connector (``python3 -m tools.spark_env
+4.2``; the main environment's 4.3 has none, so only delta-rs runs there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import threading
+import time
+from importlib.metadata import version
+
+from .e2e import _options, _pct, _query
+
+
+def available_sinks() -> list[str]:
+    from streaming.apps.local_spark import connector
+    out = ["delta-rs"]
+    for fmt, sink in (("delta", "delta-spark"), ("iceberg", "iceberg")):
+        try:
+            connector(fmt)
+            if fmt == "delta":
+                import delta  # noqa: F401 - delta-spark's Python API
+        except Exception:  # noqa: BLE001 - no connector: the sink is left out
+            continue
+        out.append(sink)
+    return out
+
+
+def make_sink(kind: str, conn: dict, work: str, tag: str):
+    """(foreachBatch function, visible ids reader factory) of sink *kind*."""
+    server = {"host": conn["host"], "port": conn["port"], "user": conn["user"],
+              "password": conn["password"]}
+    if kind == "delta-rs":
+        from streaming.sinks.delta.upserter import DeltaUpserter
+        return DeltaUpserter(os.path.join(work, f"{tag}-rs"), app_id=tag, **server)
+    from streaming.sinks.spark import SparkMerge
+    if kind == "delta-spark":
+        return SparkMerge(os.path.join(work, f"{tag}-spark"), format="delta", app_id=tag,
+                          **server)
+    return SparkMerge("iceberg", format="iceberg", app_id=tag, table=lambda db, t:
+                      f"iceberg.`{tag}`.`{t}`", **server)
+
+
+def _ids_reader(spark, sink, kind: str, db: str, table: str):
+    """A function returning the ids the target shows now (None: not there yet)."""
+    if kind == "iceberg":
+        name = sink.name_of(db, table)
+
+        def read_iceberg():
+            try:
+                return [r[0] for r in spark.table(name).select("id").collect()]
+            except Exception:  # noqa: BLE001 - not created yet
+                return None
+        return read_iceberg
+    from deltalake import DeltaTable
+    path = sink.path(db, table) if kind == "delta-rs" else sink.name_of(db, table)[7:-1]
+    handle = {}
+
+    def read_delta():
+        try:
+            if "dt" not in handle:
+                handle["dt"] = DeltaTable(path)
+            else:
+                handle["dt"].update_incremental()
+            if handle.get("version") == handle["dt"].version():
+                return []
+            handle["version"] = handle["dt"].version()
+            return handle["dt"].to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+        except Exception:  # noqa: BLE001 - not created yet
+            return None
+    return read_delta
+
+
+def throughput(spark, server, conn, kind: str, work: str, rows: int, max_events: int) -> dict:
+    from .workloads import run_workload
+    db, start_file, _files = run_workload(server, "updates", rows, os.path.join(work, "bl-" + kind))
+    sink = make_sink(kind, conn, work, f"tp_{kind.replace('-', '_')}")
+    t = time.perf_counter()
+    q = _query(spark, _options(conn, db, start_file, maxEventsPerTrigger=max_events), sink,
+               os.path.join(work, "ckpt-tp-" + kind), {"availableNow": True})
+    q.awaitTermination()
+    dt = time.perf_counter() - t
+    if q.exception() is not None:
+        raise RuntimeError(f"{kind}: {q.exception()}")
+    sink.close()
+    changes = sum(p["numInputRows"] for p in q.recentProgress)
+    return {"sink": kind, "changes": changes, "batches": len(q.recentProgress),
+            "seconds": dt, "rate": changes / dt}
+
+
+def latency(spark, server, conn, kind: str, work: str, rate: int, seconds: float) -> dict:
+    db = f"bench_sinklat_{kind.replace('-', '_')}"
+    server.execute(f"DROP DATABASE IF EXISTS {db}")
+    server.execute(f"CREATE DATABASE {db}")
+    server.execute(f"CREATE TABLE {db}.ev (id BIGINT PRIMARY KEY, v INT)")
+    start_file, start_pos = server.current_position()
+    sink = make_sink(kind, conn, work, f"lat_{kind.replace('-', '_')}")
+    q = _query(spark, _options(conn, db, start_file, start_pos), sink,
+               os.path.join(work, "ckpt-lat-" + kind), {"processingTime": "0 seconds"})
+    read = _ids_reader(spark, sink, kind, db, "ev")
+    committed: dict[int, float] = {}
+    visible: dict[int, float] = {}
+    stop = threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            ids = read()
+            now = time.time()
+            for i in ids or ():
+                visible.setdefault(i, now)
+            time.sleep(0.02)
+
+    c = server.connect(database=db)
+    c.autocommit(True)
+    cur = c.cursor()
+    cur.execute("INSERT INTO ev VALUES (0, 0)")          # the first batch (creates): not timed
+    rt = threading.Thread(target=reader, daemon=True)
+    rt.start()
+    deadline = time.time() + 300
+    while 0 not in visible and time.time() < deadline and q.isActive:
+        time.sleep(0.05)
+    n = int(rate * seconds)
+    t0 = time.perf_counter()
+    for i in range(1, n + 1):
+        wait = t0 + i / rate - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+        cur.execute(f"INSERT INTO ev VALUES ({i}, {i})")
+        committed[i] = time.time()
+    deadline = time.time() + max(60.0, seconds * 3)
+    while len(visible) < n + 1 and time.time() < deadline and q.isActive:
+        time.sleep(0.05)
+    stop.set()
+    rt.join()
+    q.stop()
+    sink.close()
+    c.close()
+    lat = [visible[i] - committed[i] for i in range(1, n + 1) if i in visible]
+    return {"sink": kind, "rows": n, "seen": len(lat), "p50": _pct(lat, 50),
+            "p95": _pct(lat, 95), "max": max(lat, default=float("nan")),
+            "batches": len(q.recentProgress)}
+
+
+def table(res: dict) -> str:
+    lat = {x["sink"]: x for x in res["latency"]}
+    lines = [f"PySpark {res['pyspark']}; `updates` workload of {res['rows']:,} rows "
+             f"({res['rows'] * 2:,} changes), maxEventsPerTrigger {res['max_events']:,}; latency: "
+             f"{res['rate']} one-row transactions/s for {res['seconds']} s, trigger "
+             "processingTime '0 seconds'", "",
+             "| sink | changes | batches | changes/s | latency p50 s | p95 s | max s | kept up |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in res["throughput"]:
+        x = lat.get(r["sink"])
+        kept = "n/a" if x is None else "yes" if x["seen"] == x["rows"] else \
+            f"no ({x['seen']}/{x['rows']})"
+        f = (lambda k: "n/a" if x is None else f"{x[k]:.3f}")
+        lines.append(f"| {r['sink']} | {r['changes']:,} | {r['batches']} | {r['rate']:,.0f} | "
+                     f"{f('p50')} | {f('p95')} | {f('max')} | {kept} |")
+    return "\n".join(lines) + "\n"
+
+
+def run(rows: int, max_events: int, rate: int, seconds: float, out=print) -> dict:
+    from cdc.embedded import EmbeddedMariaDB
+    from streaming.apps.local_spark import local_spark
+    work = tempfile.mkdtemp(prefix="bench-sinks-")
+    sinks = available_sinks()
+    formats = [f for f, s in (("delta", "delta-spark"), ("iceberg", "iceberg")) if s in sinks]
+    res = {"pyspark": version("pyspark"), "rows": rows, "max_events": max_events, "rate": rate,
+           "seconds": seconds, "throughput": [], "latency": []}
+    try:
+        with EmbeddedMariaDB() as server:
+            conn = server.cdc_params()
+            spark = local_spark("bench-sinks", formats=formats,
+                                warehouse=os.path.join(work, "warehouse"))
+            out(f"sinks: {', '.join(sinks)}")
+            for kind in sinks:                 # untimed: JIT, Python workers, first tables
+                throughput(spark, server, conn, kind, os.path.join(work, "warm"), 2000, 2000)
+            for kind in sinks:
+                r = throughput(spark, server, conn, kind, work, rows, max_events)
+                out(f"{kind}: {r['changes']:,} changes in {r['seconds']:.1f} s")
+                res["throughput"].append(r)
+            for kind in sinks:
+                x = latency(spark, server, conn, kind, work, rate, seconds)
+                out(f"{kind}: latency p50 {x['p50']:.3f} s")
+                res["latency"].append(x)
+            spark.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return res
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(prog="python -m bench sinks", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=20_000)
+    ap.add_argument("--max-events", type=int, default=5_000, help="maxEventsPerTrigger")
+    ap.add_argument("--rate", type=int, default=20, help="latency: transactions/s")
+    ap.add_argument("--seconds", type=float, default=15.0, help="latency: how long")
+    ap.add_argument("--markdown", help="also write the table to this file")
+    args = ap.parse_args(argv)
+    res = run(args.rows, args.max_events, args.rate, args.seconds)
+    text = table(res)
+    print()
+    print(text)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(text)
+    return res
