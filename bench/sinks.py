@@ -26,11 +26,10 @@ import argparse
 import os
 import shutil
 import tempfile
-import threading
 import time
 from importlib.metadata import version
 
-from .e2e import _options, _pct, _query
+from .e2e import _options, _pct, _query, show, timed_inserts
 
 
 def available_sinks() -> list[str]:
@@ -40,7 +39,7 @@ def available_sinks() -> list[str]:
         try:
             connector(fmt)
             if fmt == "delta":
-                import delta  # noqa: F401 - delta-spark's Python API
+                __import__("delta.tables")           # delta-spark's Python API
         except Exception:  # noqa: BLE001 - no connector: the sink is left out
             continue
         out.append(sink)
@@ -119,11 +118,9 @@ def latency(spark, server, conn, kind: str, work: str, rate: int, seconds: float
     q = _query(spark, _options(conn, db, start_file, start_pos), sink,
                os.path.join(work, "ckpt-lat-" + kind), {"processingTime": "0 seconds"})
     read = _ids_reader(spark, sink, kind, db, "ev")
-    committed: dict[int, float] = {}
     visible: dict[int, float] = {}
-    stop = threading.Event()
 
-    def reader():
+    def reader(stop):
         while not stop.is_set():
             ids = read()
             now = time.time()
@@ -131,32 +128,8 @@ def latency(spark, server, conn, kind: str, work: str, rate: int, seconds: float
                 visible.setdefault(i, now)
             time.sleep(0.02)
 
-    c = server.connect(database=db)
-    c.autocommit(True)
-    cur = c.cursor()
-    cur.execute("INSERT INTO ev VALUES (0, 0)")          # the first batch (creates): not timed
-    rt = threading.Thread(target=reader, daemon=True)
-    rt.start()
-    deadline = time.time() + 300
-    while 0 not in visible and time.time() < deadline and q.isActive:
-        time.sleep(0.05)
-    n = int(rate * seconds)
-    t0 = time.perf_counter()
-    for i in range(1, n + 1):
-        wait = t0 + i / rate - time.perf_counter()
-        if wait > 0:
-            time.sleep(wait)
-        cur.execute(f"INSERT INTO ev VALUES ({i}, {i})")
-        committed[i] = time.time()
-    deadline = time.time() + max(60.0, seconds * 3)
-    while len(visible) < n + 1 and time.time() < deadline and q.isActive:
-        time.sleep(0.05)
-    stop.set()
-    rt.join()
-    q.stop()
+    lat, _reached, n = timed_inserts(server, db, q, visible, reader, rate, seconds)
     sink.close()
-    c.close()
-    lat = [visible[i] - committed[i] for i in range(1, n + 1) if i in visible]
     return {"sink": kind, "rows": n, "seen": len(lat), "p50": _pct(lat, 50),
             "p95": _pct(lat, 95), "max": max(lat, default=float("nan")),
             "batches": len(q.recentProgress)}
@@ -220,10 +193,5 @@ def main(argv=None) -> dict:
     ap.add_argument("--markdown", help="also write the table to this file")
     args = ap.parse_args(argv)
     res = run(args.rows, args.max_events, args.rate, args.seconds)
-    text = table(res)
-    print()
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text)
+    show(table(res), args.markdown)
     return res

@@ -18,17 +18,16 @@ from __future__ import annotations
 import importlib
 import json
 import random
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("pyspark")
 
 from cdc.errors import ConfigurationError  # noqa: E402
-from tests.support.processes import REPO, kill_group, run_to_end, start_job  # noqa: E402
-from tests.support.spark_support import source_options  # noqa: E402
+from tests.support.processes import (REPO, kill_group, run_to_end, start_job,  # noqa: E402
+                                     wait_for_log)
+from tests.support.spark_support import select_all, source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow, pytest.mark.compat,
               pytest.mark.servers("mariadb-10.11", "mysql-9.7")]
@@ -91,27 +90,6 @@ def workload(server, db: str) -> None:
         conn.close()
 
 
-def source_table(server, db: str, table: str) -> dict:
-    conn = server.connect(database=db)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT * FROM `{table}`")
-            rows = cur.fetchall()
-            names = [d[0] for d in cur.description]
-    finally:
-        conn.close()
-    return {"columns": names,
-            "rows": sorted(([None if v is None else str(v) for v in r] for r in rows), key=repr)}
-
-
-def wait_for(log: Path, proc: subprocess.Popen, what, timeout: float = 600) -> None:
-    deadline = time.monotonic() + timeout
-    while not what(log.read_text() if log.exists() else ""):
-        assert proc.poll() is None, log.read_text()[-4000:]
-        assert time.monotonic() < deadline, log.read_text()[-4000:]
-        time.sleep(0.3)
-
-
 @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
 def test_stream_into_spark_merge_killed_twice_equals_select(server, tmp_path, fmt):
     needs_connector(fmt)
@@ -134,14 +112,14 @@ def test_stream_into_spark_merge_killed_twice_equals_select(server, tmp_path, fm
     # kill 1: after batch 3 reached the tables, before Spark committed it (it is replayed)
     proc = start_job(JOB, dict(cfg, hang_after=3, dump=None), log)
     try:
-        wait_for(log, proc, lambda _t: (tmp_path / "3").exists())
+        wait_for_log(log, proc, lambda _t: (tmp_path / "3").exists())
     finally:
         kill_group(proc)
     # kill 2: at a random point a few batches further
     seen = log.read_text().count("batch ")
     proc = start_job(JOB, dict(cfg, dump=None), log)
     try:
-        wait_for(log, proc, lambda t: t.count("batch ") >= seen + 3)
+        wait_for_log(log, proc, lambda t: t.count("batch ") >= seen + 3)
         time.sleep(random.Random(11).uniform(0.2, 2.0))
     finally:
         kill_group(proc)
@@ -150,9 +128,9 @@ def test_stream_into_spark_merge_killed_twice_equals_select(server, tmp_path, fm
 
     got = json.loads((tmp_path / "dump.json").read_text())
     for table in ("a", "b"):
-        want = source_table(server, db, table)
+        names, rows = select_all(server, db, table, lambda v: None if v is None else str(v))
         have = got[f"{db}.{table}"]
-        assert have["columns"] == want["columns"], (table, have["columns"], want["columns"])
-        rows = sorted(have["rows"], key=repr)
-        assert rows == want["rows"], (table, rows, want["rows"])
+        assert have["columns"] == names, (table, have["columns"], names)
+        got_rows = sorted((tuple(r) for r in have["rows"]), key=repr)
+        assert got_rows == rows, (table, got_rows, rows)
     server.execute(f"DROP DATABASE {db}")

@@ -77,6 +77,17 @@ def run_to_end(script: Path, cfg: dict, log: Path, timeout: float = 600) -> str:
     return out
 
 
+def wait_for_log(log: Path, proc: subprocess.Popen, what, timeout: float = 300) -> None:
+    """Wait until ``what(text of log)`` is true; fails when *proc* ends first or after
+    *timeout* s (with the log's end)."""
+    import time
+    deadline = time.monotonic() + timeout
+    while not what(log.read_text() if log.exists() else ""):
+        assert proc.poll() is None, log.read_text()[-4000:]
+        assert time.monotonic() < deadline, log.read_text()[-4000:]
+        time.sleep(0.2)
+
+
 def kill_group(proc: subprocess.Popen) -> None:
     """kill -9 the process and its session (the job and its Spark JVM), then reap it."""
     try:
