@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from decimal import Decimal
 
 from cdc.errors import ConfigurationError, SchemaError
 from cdc.replica.config import ReplicaConfig
@@ -322,13 +323,10 @@ class _Target:
             if origin.fill is not None:
                 sets[c.name] = fill_value(c, origin.fill)
         if sets:
-            args = {f"v{i}": v for i, v in enumerate(sets.values())}
-            assign = ", ".join(f"{_q(n)} = CAST(:v{i} AS {spark_ddl_type(c)})"
-                               for i, (n, c) in enumerate(
-                                   (n, next(c for c in plan.final.columns if c.name == n))
-                                   for n in sets))
+            types = {c.name: spark_ddl_type(c) for c in plan.final.columns}
             log.info("%s: existing rows get %s", self.ident, sets)
-            self.spark.sql(f"UPDATE {self.ident} SET {assign}", args=args)
+            self.sql(f"UPDATE {self.ident} SET " + ", ".join(
+                f"{_q(n)} = CAST({_sql_literal(v)} AS {types[n]})" for n, v in sets.items()))
 
     def merge(self, source, plan, batch_id: int) -> None:
         raise NotImplementedError
@@ -336,6 +334,27 @@ class _Target:
 
 def _sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _sql_literal(v) -> str:
+    """A SQL literal of a Python value of a column's Spark type (a DDL's DEFAULT)."""
+    import datetime as dt
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, Decimal)):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v) + "D"
+    if isinstance(v, (bytes, bytearray)):
+        return "X'" + bytes(v).hex() + "'"
+    if isinstance(v, dt.datetime):
+        kind = "TIMESTAMP" if v.tzinfo is not None else "TIMESTAMP_NTZ"
+        return f"{kind} '{v.isoformat(sep=' ')}'"
+    if isinstance(v, dt.date):
+        return f"DATE '{v.isoformat()}'"
+    if isinstance(v, list):
+        return "array(" + ", ".join(_sql_literal(x) for x in v) + ")"
+    return _sql_string(str(v))
 
 
 class _DeltaTarget(_Target):
