@@ -67,7 +67,6 @@ def test_e2e_tiny_prints_complete_tables(tmp_path):
     assert len(rss) == 1 and all(float(c) > 0 for c in rss[0][1:])
 
 
-@pytest.mark.compat
 def test_bench_sinks_tiny_prints_a_row_per_sink(tmp_path):
     """``python -m bench sinks`` at a tiny size: one complete row per sink this PySpark has
     (delta-rs everywhere; delta-spark and Iceberg where their connectors exist)."""

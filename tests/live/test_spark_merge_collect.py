@@ -14,7 +14,7 @@ pytest.importorskip("pyspark")
 
 from tests.support.no_collect import ImagesCollected, no_image_collect, reads_images  # noqa: E402
 
-pytestmark = [pytest.mark.spark, pytest.mark.compat]
+pytestmark = [pytest.mark.spark, pytest.mark.compat("no row images collected by SparkMerge")]
 
 COLUMNS = [{"name": "id", "type": "int", "nullable": False, "charset": None, "default": None,
             "default_expr": False},

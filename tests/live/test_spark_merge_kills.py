@@ -29,7 +29,7 @@ from tests.support.processes import (REPO, kill_group, run_to_end, start_job,  #
                                      wait_for_log)
 from tests.support.spark_support import select_all, source_options  # noqa: E402
 
-pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow, pytest.mark.compat,
+pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow,
               pytest.mark.servers("mariadb-10.11", "mysql-9.7")]
 
 JOB = REPO / "tests" / "support" / "merge_job.py"
@@ -90,7 +90,10 @@ def workload(server, db: str) -> None:
         conn.close()
 
 
-@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+@pytest.mark.parametrize("fmt", [
+    pytest.param("delta", marks=pytest.mark.compat("SparkMerge into Delta (delta-spark), killed "
+                                                   "twice")),
+    pytest.param("iceberg", marks=pytest.mark.compat("SparkMerge into Iceberg, killed twice"))])
 def test_stream_into_spark_merge_killed_twice_equals_select(server, tmp_path, fmt):
     needs_connector(fmt)
     db = f"smerge_{fmt}"
