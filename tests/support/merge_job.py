@@ -6,8 +6,9 @@ the kill -9 / restart tests (tests/live/test_spark_merge_kills.py).
 Config: ``format`` (delta / iceberg), ``target``, ``warehouse`` (Iceberg), ``app_id``,
 ``server`` (host, port, user, password), ``checkpoint``, ``options`` (the binlog-cdc source's);
 ``hang_after``/``marker_dir``: after that batch reached the target, mark it and hang (the test
-kills the job between the target's commit and Spark's); ``dump``: at the end, write every target table of ``tables`` (``[[db, table]]``) as
-JSON ``{"db.table": {"columns": [...], "rows": [[...]]}}``. Every batch runs under
+kills the job between the target's commit and Spark's); ``dump``: once everything available
+is processed, write every target table of ``tables`` (``[[db, table]]``) as JSON
+``{"db.table": {"columns": [...], "rows": [[...]]}}``. Every batch runs under
 :func:`tests.support.no_collect.no_image_collect`: the sink collecting rows fails the job.
 Prints ``batch N`` per batch, ``done`` at the end.
 """
@@ -45,12 +46,17 @@ def main() -> None:
             open(os.path.join(cfg["marker_dir"], str(batch_id)), "w").close()
             time.sleep(600)
 
-    q = (_reader(spark, cfg["options"]).writeStream.foreachBatch(fb).option("checkpointLocation", cfg["checkpoint"])
-         .trigger(availableNow=True).start())
-    q.awaitTermination()
-    if q.exception() is not None:
-        print("FAILED", q.exception(), flush=True)
+    # processingTime and processAllAvailable, not availableNow: before PySpark 4.2 a Python
+    # source cannot bound the batches of an availableNow query (it runs as one batch)
+    q = (_reader(spark, cfg["options"]).writeStream.foreachBatch(fb)
+         .option("checkpointLocation", cfg["checkpoint"])
+         .trigger(processingTime="0 seconds").start())
+    try:
+        q.processAllAvailable()
+    except Exception as e:  # noqa: BLE001 - the query's failure, printed for the test
+        print("FAILED", e, flush=True)
         sys.exit(3)
+    q.stop()
     if cfg.get("dump"):
         out = {}
         for db, table in cfg["tables"]:
