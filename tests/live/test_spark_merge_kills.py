@@ -115,19 +115,19 @@ def test_stream_into_spark_merge_killed_twice_equals_select(server, tmp_path, fm
     # kill 1: after batch 3 reached the tables, before Spark committed it (it is replayed)
     proc = start_job(JOB, dict(cfg, hang_after=3, dump=None), log)
     try:
-        wait_for_log(log, proc, lambda _t: (tmp_path / "3").exists())
+        wait_for_log(log, proc, lambda _t: (tmp_path / "3").exists(), timeout=1200)
     finally:
         kill_group(proc)
     # kill 2: at a random point a few batches further
     seen = log.read_text().count("batch ")
     proc = start_job(JOB, dict(cfg, dump=None), log)
     try:
-        wait_for_log(log, proc, lambda t: t.count("batch ") >= seen + 3)
+        wait_for_log(log, proc, lambda t: t.count("batch ") >= seen + 3, timeout=1200)
         time.sleep(random.Random(11).uniform(0.2, 2.0))
     finally:
         kill_group(proc)
     assert "done" not in log.read_text(), "the stream ended before the second kill"
-    assert "done" in run_to_end(JOB, cfg, log, timeout=900)
+    assert "done" in run_to_end(JOB, cfg, log, timeout=1800)
 
     got = json.loads((tmp_path / "dump.json").read_text())
     for table in ("a", "b"):
