@@ -53,41 +53,47 @@ def needs_connector(fmt: str) -> None:
                     f"in this checkout ({e})")
 
 
-def workload(server, db: str) -> None:
+TABLES = ["CREATE TABLE a (id INT PRIMARY KEY, name VARCHAR(20), amount DECIMAL(10,2), "
+          "created DATETIME)",
+          "CREATE TABLE b (k VARCHAR(10) PRIMARY KEY, n BIGINT, note TEXT)"]
+
+
+def run_sql(server, db: str, statements) -> None:
     conn = server.connect(database=db)
     conn.autocommit(True)
     try:
         with conn.cursor() as cur:
-            for sql in [
-                "CREATE TABLE a (id INT PRIMARY KEY, name VARCHAR(20), amount DECIMAL(10,2), "
-                "created DATETIME)",
-                "CREATE TABLE b (k VARCHAR(10) PRIMARY KEY, n BIGINT, note TEXT)",
-                "INSERT INTO a VALUES " + ", ".join(
-                    f"({i}, 'n{i}', {i}.25, '2024-01-{i:02d} 10:00:00')" for i in range(1, 13)),
-                "INSERT INTO b VALUES " + ", ".join(
-                    f"('k{i}', {i * 10}, 'note {i}')" for i in range(1, 7)),
-                "UPDATE a SET amount = amount + 1 WHERE id % 3 = 0",
-                "UPDATE a SET id = id + 100 WHERE id IN (2, 5)",        # primary-key changes
-                "DELETE FROM a WHERE id IN (4, 7)",
-                "UPDATE b SET k = 'k9', n = 99 WHERE k = 'k2'",
-                "INSERT INTO a VALUES (4, 'again', 4.00, NULL)",           # a deleted key back
-                "ALTER TABLE a ADD COLUMN qty INT NOT NULL DEFAULT 5",
-                "INSERT INTO a VALUES (20, 'n20', 20.00, '2024-02-01 00:00:00', 1), "
-                "(21, 'n21', 21.00, NULL, 2)",
-                "UPDATE a SET qty = qty + 10 WHERE id IN (1, 20)",
-                "ALTER TABLE a RENAME COLUMN name TO title",
-                "UPDATE a SET title = 'renamed' WHERE id = 3",
-                "UPDATE a SET id = 30, title = 'moved' WHERE id = 8",
-                "TRUNCATE TABLE b",
-                "INSERT INTO b VALUES ('k20', 1, 'after'), ('k21', 2, NULL), ('k22', 3, 'x')",
-                "UPDATE b SET n = n * 2 WHERE k = 'k21'",
-                "DELETE FROM a WHERE id = 101",
-                "DELETE FROM b WHERE k = 'k22'",
-                "INSERT INTO a VALUES (40, 'last', 0.50, '2024-03-01 12:30:00', 7)",
-            ]:
+            for sql in statements:
                 cur.execute(sql)
     finally:
         conn.close()
+
+
+def workload(server, db: str) -> None:
+    run_sql(server, db, [
+        "INSERT INTO a VALUES " + ", ".join(
+            f"({i}, 'n{i}', {i}.25, '2024-01-{i:02d} 10:00:00')" for i in range(1, 13)),
+        "INSERT INTO b VALUES " + ", ".join(
+            f"('k{i}', {i * 10}, 'note {i}')" for i in range(1, 7)),
+        "UPDATE a SET amount = amount + 1 WHERE id % 3 = 0",
+        "UPDATE a SET id = id + 100 WHERE id IN (2, 5)",        # primary-key changes
+        "DELETE FROM a WHERE id IN (4, 7)",
+        "UPDATE b SET k = 'k9', n = 99 WHERE k = 'k2'",
+        "INSERT INTO a VALUES (4, 'again', 4.00, NULL)",           # a deleted key back
+        "ALTER TABLE a ADD COLUMN qty INT NOT NULL DEFAULT 5",
+        "INSERT INTO a VALUES (20, 'n20', 20.00, '2024-02-01 00:00:00', 1), "
+        "(21, 'n21', 21.00, NULL, 2)",
+        "UPDATE a SET qty = qty + 10 WHERE id IN (1, 20)",
+        "ALTER TABLE a RENAME COLUMN name TO title",
+        "UPDATE a SET title = 'renamed' WHERE id = 3",
+        "UPDATE a SET id = 30, title = 'moved' WHERE id = 8",
+        "TRUNCATE TABLE b",
+        "INSERT INTO b VALUES ('k20', 1, 'after'), ('k21', 2, NULL), ('k22', 3, 'x')",
+        "UPDATE b SET n = n * 2 WHERE k = 'k21'",
+        "DELETE FROM a WHERE id = 101",
+        "DELETE FROM b WHERE k = 'k22'",
+        "INSERT INTO a VALUES (40, 'last', 0.50, '2024-03-01 12:30:00', 7)",
+    ])
 
 
 @pytest.mark.parametrize("fmt", [
@@ -100,7 +106,7 @@ def test_stream_into_spark_merge_killed_twice_equals_select(server, tmp_path, fm
     server.execute(f"DROP DATABASE IF EXISTS {db}")
     server.execute(f"CREATE DATABASE {db} CHARACTER SET utf8mb4")
     start = server.current_position()
-    workload(server, db)
+    run_sql(server, db, TABLES)
     p = server.cdc_params()
     cfg = {"format": fmt, "app_id": "merge-kill", "checkpoint": str(tmp_path / "chk"),
            "target": str(tmp_path / "delta") if fmt == "delta" else "iceberg",
@@ -112,9 +118,13 @@ def test_stream_into_spark_merge_killed_twice_equals_select(server, tmp_path, fm
            "dump": str(tmp_path / "dump.json"), "tables": [[db, "a"], [db, "b"]]}
     log = tmp_path / "job.log"
 
-    # kill 1: after batch 3 reached the tables, before Spark committed it (it is replayed)
+    # kill 1: after batch 3 reached the tables, before Spark committed it (it is replayed). The
+    # rows come once the query has run its first batch: before PySpark 4.2 a new query's first
+    # batch takes everything there is (its limits apply from the second on)
     proc = start_job(JOB, dict(cfg, hang_after=3, dump=None), log)
     try:
+        wait_for_log(log, proc, lambda t: "batch 0" in t, timeout=1200)
+        workload(server, db)
         wait_for_log(log, proc, lambda _t: (tmp_path / "3").exists(), timeout=1200)
     finally:
         kill_group(proc)
