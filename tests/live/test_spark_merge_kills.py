@@ -112,7 +112,7 @@ def test_stream_into_spark_merge_killed_twice_equals_select(server, tmp_path, fm
            "target": str(tmp_path / "delta") if fmt == "delta" else "iceberg",
            "warehouse": str(tmp_path / "warehouse"), "marker_dir": str(tmp_path),
            "options": source_options(server, db, start, includeSchemaChanges="true",
-                                     maxEventsPerTrigger=6),
+                                     maxEventsPerTrigger=3),
            "server": {"host": p["host"], "port": p["port"], "user": p["user"],
                       "password": p["password"]},
            "dump": str(tmp_path / "dump.json"), "tables": [[db, "a"], [db, "b"]]}
