@@ -40,7 +40,7 @@ OP_COLUMN = "_cdc_op"     # the change kind carried next to the columns in the M
 RANK_MOVED_AWAY = 0       # the delete of an update's old key
 RANK_CHANGE = 1           # the change itself
 RESNAPSHOT = ("re-snapshot the table into a new target table (the source's option signalTable, "
-              "README \"Initial snapshot\"), or migrate the target table by hand")
+              "docs/snapshot.md), or migrate the target table by hand")
 
 
 def merge_clauses(truncate: bool) -> list[tuple[str, str | None]]:

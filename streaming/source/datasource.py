@@ -87,6 +87,7 @@ from streaming.source.flat_reader import FlatBatchReader
 from streaming.contract.spark_schema import JSON_SCHEMA, typed_schema, with_fields, with_schema_changes
 from streaming.source.storage import list_files, storage_for
 from streaming.source import snapshot
+from streaming.source.spark_errors import user_errors
 
 log = logging.getLogger("binlog_cdc.spark")
 
@@ -103,6 +104,7 @@ def _older(file: str, than: str) -> bool:
 # ===================================================================================================
 
 
+@user_errors
 class BinlogCdcDataSource(DataSource):
     """``format("binlog-cdc")``: see the module docstring, :mod:`streaming.contract.spark_schema` (the schema)
     and :mod:`streaming.source.options` (the options)."""
@@ -215,6 +217,7 @@ def columns_from_files(opts: SourceOptions, db: str, table: str):
     raise ConfigurationError(f"option table: {db}.{table} has no row changes in the given files")
 
 
+@user_errors
 class FileBatchReader(DataSourceReader):
     """One task per binlog file; each decodes its file with the sans-IO parser."""
 
@@ -282,6 +285,7 @@ def read_past_file_end(read_to, chunk: BinlogChunk) -> bool:
     return read_to is not None and (read_to[0] != chunk.file or read_to[1] >= chunk.end)
 
 
+@user_errors
 class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """See the module docstring. Driver state is created lazily and never pickled."""
 

@@ -38,6 +38,7 @@ from cdc.snapshot.progress import SnapshotProgress
 from cdc.snapshot.reader import SnapshotChunkReader, connect_for_snapshot
 
 from streaming.source.batches import BatchBuilder, record_batches
+from streaming.source.spark_errors import user_errors
 
 __all__ = ["KEY", "in_snapshot", "initial_offset", "latest_offset", "partitions", "chunk_rows",
            "SnapshotChunk", "read_chunk", "progress", "SnapshotBatchReader"]
@@ -268,6 +269,7 @@ def read_chunk(opts, schema, typed_columns, chunk: SnapshotChunk) -> Iterator:
         conn.close()
 
 
+@user_errors
 class SnapshotBatchReader(DataSourceReader):
     """``spark.read.format("binlog-cdc").option("host", ...).load()``: a one-off read of the
     included tables of a live server, in chunks read by tasks (each chunk consistent in itself,
