@@ -3,8 +3,9 @@
 inserts, updates, primary-key changes, deletes, a TRUNCATE, an ADD COLUMN (NOT NULL DEFAULT:
 existing rows get it) and a RENAME COLUMN on two tables, streamed with ``includeSchemaChanges``
 a few changes per micro-batch, the query killed -9 twice (once between a batch's MERGE and
-Spark's commit, once at a random point of the next batch) and restarted from its checkpoint: at the end each
-target table equals ``SELECT *`` of its source table, columns (names and order) and rows.
+Spark's commit, once at a random point of the next batch) and restarted from its checkpoint: at
+the end each target table equals ``SELECT *`` of its source table, columns (names and order) and
+rows.
 
 Every batch runs under :func:`tests.support.no_collect.no_image_collect`: had the sink brought
 rows to the driver, the job would have failed.
