@@ -9,9 +9,10 @@ connectors this PySpark has (``streaming.apps.local_spark``: delta-spark on 4.0-
 sink: ``delta-rs`` (DeltaUpserter: the batch collected to the driver, MERGEd by delta-rs),
 ``delta-spark`` and ``iceberg`` (SparkMerge: Spark's MERGE on the executors):
 
-* throughput: the ``updates`` workload (``--rows`` inserts, then one UPDATE of every row: full
-  before and after images) streamed ``availableNow`` with ``maxEventsPerTrigger``; changes/s
-  from ``start()`` to the query's end, after an untimed warm-up run of each sink;
+* throughput: the ``updates`` workload (``--rows`` rows inserted, then one UPDATE of every row:
+  full before and after images; the stream starts at the UPDATE, so every change is an update of
+  a row the target holds) streamed ``availableNow`` with ``maxEventsPerTrigger``; changes/s from
+  ``start()`` to the query's end, after an untimed warm-up run of each sink;
 * latency: a writer commits one-row transactions at ``--rate``/s for ``--seconds`` and stamps
   each commit; a reader polls the target (delta-rs reads both Delta tables; Iceberg is read
   through the session) and stamps when each row becomes visible; p50/p95/max of the difference.
@@ -137,8 +138,8 @@ def latency(spark, server, conn, kind: str, work: str, rate: int, seconds: float
 
 def table(res: dict) -> str:
     lat = {x["sink"]: x for x in res["latency"]}
-    lines = [f"PySpark {res['pyspark']}; `updates` workload of {res['rows']:,} rows "
-             f"({res['rows'] * 2:,} changes), maxEventsPerTrigger {res['max_events']:,}; latency: "
+    lines = [f"PySpark {res['pyspark']}; `updates` workload: one UPDATE of {res['rows']:,} rows "
+             f"(the stream starts at it), maxEventsPerTrigger {res['max_events']:,}; latency: "
              f"{res['rate']} one-row transactions/s for {res['seconds']} s, trigger "
              "processingTime '0 seconds'", "",
              "| sink | changes | batches | changes/s | latency p50 s | p95 s | max s | kept up |",
