@@ -10,8 +10,8 @@ sink: ``delta-rs`` (DeltaUpserter: the batch collected to the driver, MERGEd by 
 ``delta-spark`` and ``iceberg`` (SparkMerge: Spark's MERGE on the executors):
 
 * throughput: the ``updates`` workload (``--rows`` rows inserted, then one UPDATE of every row:
-  full before and after images; the stream starts at the UPDATE, so every change is an update of
-  a row the target holds) streamed ``availableNow`` with ``maxEventsPerTrigger``; changes/s from
+  full before and after images; the stream starts at the UPDATE, into a new target table)
+  streamed ``availableNow`` with ``maxEventsPerTrigger``; changes/s from
   ``start()`` to the query's end, after an untimed warm-up run of each sink;
 * latency: a writer commits one-row transactions at ``--rate``/s for ``--seconds`` and stamps
   each commit; a reader polls the target (delta-rs reads both Delta tables; Iceberg is read
