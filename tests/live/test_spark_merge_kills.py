@@ -97,11 +97,8 @@ def workload(server, db: str) -> None:
     ])
 
 
-@pytest.mark.parametrize("fmt", [
-    pytest.param("delta", marks=pytest.mark.compat("SparkMerge into Delta (delta-spark), killed "
-                                                   "twice")),
-    pytest.param("iceberg", marks=pytest.mark.compat("SparkMerge into Iceberg, killed twice"))])
-def test_stream_into_spark_merge_killed_twice_equals_select(server, tmp_path, fmt):
+def prepare(server, tmp_path, fmt: str) -> tuple[str, dict]:
+    """The database (its tables created, no rows yet) and the job's config."""
     needs_connector(fmt)
     db = f"smerge_{fmt}"
     server.execute(f"DROP DATABASE IF EXISTS {db}")
@@ -109,14 +106,51 @@ def test_stream_into_spark_merge_killed_twice_equals_select(server, tmp_path, fm
     start = server.current_position()
     run_sql(server, db, TABLES)
     p = server.cdc_params()
-    cfg = {"format": fmt, "app_id": "merge-kill", "checkpoint": str(tmp_path / "chk"),
-           "target": str(tmp_path / "delta") if fmt == "delta" else "iceberg",
-           "warehouse": str(tmp_path / "warehouse"), "marker_dir": str(tmp_path),
-           "options": source_options(server, db, start, includeSchemaChanges="true",
-                                     maxEventsPerTrigger=3),
-           "server": {"host": p["host"], "port": p["port"], "user": p["user"],
-                      "password": p["password"]},
-           "dump": str(tmp_path / "dump.json"), "tables": [[db, "a"], [db, "b"]]}
+    return db, {"format": fmt, "app_id": "merge-kill", "checkpoint": str(tmp_path / "chk"),
+                "target": str(tmp_path / "delta") if fmt == "delta" else "iceberg",
+                "warehouse": str(tmp_path / "warehouse"), "marker_dir": str(tmp_path),
+                "options": source_options(server, db, start, includeSchemaChanges="true",
+                                          maxEventsPerTrigger=3),
+                "server": {"host": p["host"], "port": p["port"], "user": p["user"],
+                           "password": p["password"]},
+                "dump": str(tmp_path / "dump.json"), "tables": [[db, "a"], [db, "b"]]}
+
+
+def assert_equal_to_select(server, db: str, tmp_path) -> None:
+    got = json.loads((tmp_path / "dump.json").read_text())
+    for table in ("a", "b"):
+        names, rows = select_all(server, db, table, lambda v: None if v is None else str(v))
+        have = got[f"{db}.{table}"]
+        assert have["columns"] == names, (table, have["columns"], names)
+        got_rows = sorted((tuple(r) for r in have["rows"]), key=repr)
+        assert got_rows == rows, (table, got_rows, rows)
+    server.execute(f"DROP DATABASE {db}")
+
+
+@pytest.mark.parametrize("fmt", [
+    pytest.param("delta", marks=pytest.mark.compat("SparkMerge into Delta (delta-spark)")),
+    pytest.param("iceberg", marks=pytest.mark.compat("SparkMerge into Iceberg"))])
+def test_stream_into_spark_merge_equals_select(server, tmp_path, fmt):
+    """The workload in one run of the query (the rows written once its first batch ran)."""
+    db, cfg = prepare(server, tmp_path, fmt)
+    log = tmp_path / "job.log"
+    proc = start_job(JOB, cfg, log)
+    try:
+        wait_for_log(log, proc, lambda t: "batch 0" in t, timeout=1200)
+        workload(server, db)
+        proc.wait(timeout=1800)
+    finally:
+        kill_group(proc)
+    assert "done" in log.read_text(), log.read_text()[-4000:]
+    assert_equal_to_select(server, db, tmp_path)
+
+
+@pytest.mark.parametrize("fmt", [
+    pytest.param("delta", marks=pytest.mark.compat("SparkMerge into Delta (delta-spark), killed "
+                                                   "twice")),
+    pytest.param("iceberg", marks=pytest.mark.compat("SparkMerge into Iceberg, killed twice"))])
+def test_stream_into_spark_merge_killed_twice_equals_select(server, tmp_path, fmt):
+    db, cfg = prepare(server, tmp_path, fmt)
     log = tmp_path / "job.log"
 
     # kill 1: after batch 3 reached the tables, before Spark committed it (it is replayed). The
@@ -141,11 +175,4 @@ def test_stream_into_spark_merge_killed_twice_equals_select(server, tmp_path, fm
     assert "done" not in log.read_text(), "the stream ended before the second kill"
     assert "done" in run_to_end(JOB, cfg, log, timeout=1800)
 
-    got = json.loads((tmp_path / "dump.json").read_text())
-    for table in ("a", "b"):
-        names, rows = select_all(server, db, table, lambda v: None if v is None else str(v))
-        have = got[f"{db}.{table}"]
-        assert have["columns"] == names, (table, have["columns"], names)
-        got_rows = sorted((tuple(r) for r in have["rows"]), key=repr)
-        assert got_rows == rows, (table, got_rows, rows)
-    server.execute(f"DROP DATABASE {db}")
+    assert_equal_to_select(server, db, tmp_path)
