@@ -73,22 +73,34 @@ def _ids_reader(spark, sink, kind: str, db: str, table: str):
             except Exception:  # noqa: BLE001 - not created yet
                 return None
         return read_iceberg
+    import pyarrow.parquet as pq
     from deltalake import DeltaTable
     path = sink.path(db, table) if kind == "delta-rs" else sink.name_of(db, table)[7:-1]
-    handle = {}
+    state: dict = {"files": set()}
 
     def read_delta():
+        """The ids of the data files added since the last call: the log through delta-rs, the
+        files with pyarrow (delta-rs does not read delta-spark's column-mapped tables)."""
         try:
-            if "dt" not in handle:
-                handle["dt"] = DeltaTable(path)
+            if "dt" not in state:
+                state["dt"] = DeltaTable(path)
             else:
-                handle["dt"].update_incremental()
-            if handle.get("version") == handle["dt"].version():
-                return []
-            handle["version"] = handle["dt"].version()
-            return handle["dt"].to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+                state["dt"].update_incremental()
         except Exception:  # noqa: BLE001 - not created yet
             return None
+        dt = state["dt"]
+        if state.get("version") == dt.version():
+            return []
+        state["version"] = dt.version()
+        field = next(f for f in dt.schema().fields if f.name == "id")
+        column = (field.metadata or {}).get("delta.columnMapping.physicalName", "id")
+        out = []
+        for f in dt.get_add_actions(flatten=True).column("path").to_pylist():
+            if f not in state["files"]:
+                state["files"].add(f)
+                out += pq.read_table(os.path.join(path, f), columns=[column]).column(
+                    column).to_pylist()
+        return out
     return read_delta
 
 
