@@ -113,7 +113,8 @@ def prepare(server, tmp_path, fmt: str) -> tuple[str, dict]:
                                           maxEventsPerTrigger=3),
                 "server": {"host": p["host"], "port": p["port"], "user": p["user"],
                            "password": p["password"]},
-                "dump": str(tmp_path / "dump.json"), "tables": [[db, "a"], [db, "b"]]}
+                "dump": str(tmp_path / "dump.json"), "tables": [[db, "a"], [db, "b"]],
+                "written": str(tmp_path / "written")}
 
 
 def assert_equal_to_select(server, db: str, tmp_path) -> None:
@@ -138,6 +139,7 @@ def test_stream_into_spark_merge_equals_select(server, tmp_path, fmt):
     try:
         wait_for_log(log, proc, lambda t: "batch 0" in t, timeout=1200)
         workload(server, db)
+        (tmp_path / "written").touch()
         proc.wait(timeout=1800)
     finally:
         kill_group(proc)
@@ -160,6 +162,7 @@ def test_stream_into_spark_merge_killed_twice_equals_select(server, tmp_path, fm
     try:
         wait_for_log(log, proc, lambda t: "batch 0" in t, timeout=1200)
         workload(server, db)
+        (tmp_path / "written").touch()
         wait_for_log(log, proc, lambda _t: (tmp_path / "3").exists(), timeout=1200)
     finally:
         kill_group(proc)

@@ -6,7 +6,8 @@ the kill -9 / restart tests (tests/live/test_spark_merge_kills.py).
 Config: ``format`` (delta / iceberg), ``target``, ``warehouse`` (Iceberg), ``app_id``,
 ``server`` (host, port, user, password), ``checkpoint``, ``options`` (the binlog-cdc source's);
 ``hang_after``/``marker_dir``: after that batch reached the target, mark it and hang (the test
-kills the job between the target's commit and Spark's); ``dump``: once everything available
+kills the job between the target's commit and Spark's); ``written``: a file the test makes
+once its rows are written (the query runs until then); ``dump``: once everything available
 is processed, write every target table of ``tables`` (``[[db, table]]``) as JSON
 ``{"db.table": {"columns": [...], "rows": [[...]]}}``. Every batch runs under
 :func:`tests.support.no_collect.no_image_collect`: the sink collecting rows fails the job.
@@ -52,7 +53,12 @@ def main() -> None:
          .option("checkpointLocation", cfg["checkpoint"])
          .trigger(processingTime="0 seconds").start())
     try:
-        q.processAllAvailable()
+        while True:             # until the file ``written`` names exists (the test's rows are in)
+            written = not cfg.get("written") or os.path.exists(cfg["written"])
+            q.processAllAvailable()
+            if written:
+                break
+            time.sleep(0.5)
     except Exception as e:  # noqa: BLE001 - the query's failure, printed for the test
         print("FAILED", e, flush=True)
         sys.exit(3)
