@@ -10,8 +10,9 @@ per check, PASS, WARN or FAIL with the fix.
 * the start position is on the server (a file or GTID start);
 * which tables ``includeTables`` matches (a name that matches none: FAIL; a glob: WARN) and
   their primary keys (a keyless table: FAIL for a sink that upserts, WARN for the plain stream);
-* the binlog retention against the initial snapshot's estimated duration (the tables' row
-  counts in information_schema at :data:`SNAPSHOT_ROWS_PER_SECOND`);
+* the binlog retention against the initial snapshot's estimated duration and one batch's (the
+  tables' row counts in information_schema at :data:`SNAPSHOT_ROWS_PER_SECOND`, batches of
+  :data:`~cdc.snapshot.plan.SNAPSHOT_BATCH_ROWS` rows);
 * what the sink refuses (*sink_check*, given by the sink's owner, e.g. the Delta upserter).
 
 ``require(...)`` raises the FAILs as one :mod:`cdc.errors` error.
@@ -30,7 +31,7 @@ from cdc.replica.config import ReplicaConfig, SslOptions
 from cdc.replica.preflight import FAIL, PASS, WARN, Finding
 from cdc.replica.server import quote_account, server_of
 from cdc.replica.sql import connect, fetch_rows
-from cdc.snapshot.plan import estimated_rows, list_tables, quote_name
+from cdc.snapshot.plan import SNAPSHOT_BATCH_ROWS, estimated_rows, list_tables, quote_name
 
 __all__ = ["SNAPSHOT_ROWS_PER_SECOND", "run_checks", "require", "render", "exit_status",
            "Finding", "PASS", "WARN", "FAIL"]
@@ -59,11 +60,12 @@ def _names(tables: Sequence[str], most: int = 5) -> str:
 def run_checks(config: ReplicaConfig, *, include: Sequence[str] = (),
                exclude: Sequence[str] = (), start: Start | None = None, snapshot: bool = False,
                upsert: bool = False, rows_per_second: float = SNAPSHOT_ROWS_PER_SECOND,
-               sink_check: SinkCheck | None = None, binlog: bool = True) -> list[Finding]:
+               sink_check: SinkCheck | None = None, binlog: bool = True,
+               batch_rows: int = SNAPSHOT_BATCH_ROWS) -> list[Finding]:
     """The findings about the source of *config* for a stream of the tables *include* (globs;
-    none: all) less *exclude*, from *start*, with an initial *snapshot*, into a sink that
-    *upsert* s; ``binlog=False``: a snapshot alone (no binlog checks). Connects once; a
-    server that cannot be reached is the only finding."""
+    none: all) less *exclude*, from *start*, with an initial *snapshot* read *batch_rows* rows
+    per micro-batch, into a sink that *upsert* s; ``binlog=False``: a snapshot alone (no
+    binlog checks). Connects once; a server that cannot be reached is the only finding."""
     where = config.where
     try:
         conn = connect(config)
@@ -74,13 +76,14 @@ def run_checks(config: ReplicaConfig, *, include: Sequence[str] = (),
             return fetch_rows(conn, sql, args)
         return _checks(conn, query, config, where, include=include, exclude=exclude,
                        start=start, snapshot=snapshot, upsert=upsert,
-                       rows_per_second=rows_per_second, sink_check=sink_check, binlog=binlog)
+                       rows_per_second=rows_per_second, sink_check=sink_check, binlog=binlog,
+                       batch_rows=batch_rows)
     finally:
         conn.close()
 
 
 def _checks(conn, query, config, where, *, include, exclude, start, snapshot, upsert,
-            rows_per_second, sink_check, binlog) -> list[Finding]:
+            rows_per_second, sink_check, binlog, batch_rows) -> list[Finding]:
     info = server_of(conn)
     account = quote_account(str(query("SELECT CURRENT_USER()")[0][0]))
     out = [Finding(PASS, "connection", f"connected to {where} ({info.flavor} "
@@ -100,15 +103,17 @@ def _checks(conn, query, config, where, *, include, exclude, start, snapshot, up
     if snapshot:
         out.append(_select_finding(query, tables, include, info, account))
     out.append(_key_finding(query, tables, upsert))
-    seconds = what = None
+    seconds = what = batch = None
     if snapshot:
         sizes = estimated_rows(query)
         rows = sum(sizes.get(t, 0) for t in tables)
         seconds = rows / rows_per_second
         what = f" ({rows:,} rows at {rows_per_second:,.0f} rows/s)"
+        batch = min(rows, batch_rows) / rows_per_second
     if binlog:
-        out.append(preflight.retention_finding(v, where, snapshot_seconds=seconds,
-                                               snapshot_what=what or ""))
+        out.append(preflight.retention_finding(
+            v, where, snapshot_seconds=seconds, snapshot_what=what or "", batch_seconds=batch,
+            batch_what=f", {batch_rows:,} rows"))
     if sink_check is not None and tables:
         out += sink_check(query, tables)
     return out

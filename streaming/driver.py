@@ -37,11 +37,11 @@ def preflight(opts: SourceOptions, *, snapshot: bool, binlog: bool = True) -> No
     """The checks of ``binlog-cdc check`` (:mod:`cdc.check`) before a query or a snapshot
     starts: the first FAIL is raised (a server that cannot be reached, binlog_format not ROW,
     missing privileges, includeTables naming a table the server does not have, binlogs kept for
-    less than the snapshot takes...), WARNs are logged."""
+    less than a snapshot batch takes...), WARNs are logged."""
     f = opts.table_filter()
     for finding in require(run_checks(opts.replica_config(), include=f.include if f else (),
                                       exclude=f.exclude if f else (), snapshot=snapshot,
-                                      binlog=binlog)):
+                                      binlog=binlog, batch_rows=opts.snapshot_batch_rows())):
         if finding.status == WARN:
             log.warning("%s: %s", finding.check, finding.message)
 
@@ -69,6 +69,7 @@ class Driver:
         self.available_now_end: Key | None = None
         self.snapshot_tables: dict = {}      # db.table -> SnapshotTable (streaming.snapshot)
         self.snapshot_progress = None        # cdc.snapshot.progress.SnapshotProgress, in memory
+        self.lost: Position | None = None    # a replayed batch's purged start (onDataLoss)
         # the stream's schema history (streaming.schema_history): in the offsets once in use
         self.schema = StreamHistory(opts, self.query)
         # offset JSON -> the position on this server it resumes at (Driver.offset)
@@ -194,8 +195,9 @@ class Driver:
     def purged(self, file: str, logs, context: str = "") -> BinlogPurgedError:
         """The error for a purged *file*, with the Spark-side remedies."""
         return purged_error(file, logs, self.where, context=context, fix=(
-            "Restart the query from a new snapshot and a new checkpoint, or set "
-            "failOnDataLoss=false to skip the purged range"))
+            "Restart the query with onDataLoss=resnapshot (re-reads the captured tables from "
+            "now), onDataLoss=skip (skips the purged range), or from a new snapshot and a new "
+            "checkpoint"))
 
 
 def _key(p: Position) -> str:

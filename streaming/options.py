@@ -18,6 +18,7 @@ from typing import Mapping
 from cdc.binlog.transactions import TableFilter
 from cdc.errors import ConfigurationError, did_you_mean
 from cdc.positions import Start
+from cdc.snapshot.plan import SNAPSHOT_BATCH_ROWS
 from cdc.replica.config import (ON_UNPARSED_DDL, PASSWORD_ENV, ReplicaConfig, RetryPolicy,
                                 Secret, SslOptions, random_server_id, read_password)
 
@@ -44,6 +45,10 @@ OPTIONS: dict[str, str] = {
     "startingPosition": "earliest | latest (default) | snapshot | {\"file\": ..., \"pos\": "
                         "...} | {\"gtid\": \"...\"}",
     "snapshotChunkRows": "snapshot: rows per chunk, one task each (default 50000)",
+    "snapshotRowsPerTrigger": "snapshot: rows per micro-batch at most (default 500000; "
+                              "maxEventsPerTrigger when lower); the binlog is read along in "
+                              "each batch, so it must be kept for one batch's time, not the "
+                              "whole snapshot's",
     "signalTable": "db.table whose inserted rows (a column table_name = 'db.t') ask the running "
                    "stream to re-snapshot that table",
     "snapshotKeys": "snapshot: JSON {\"db.table\": [\"col\", ...]}: the columns to chunk a "
@@ -62,7 +67,10 @@ OPTIONS: dict[str, str] = {
                              "(default 60000)",
     "idleAdvanceBytes": "... or once this many binlog bytes of them wait (default 16 MiB): "
                         "about what a restart reads again at most",
-    "failOnDataLoss": "true (default): purged binlogs stop the query; false: skip them",
+    "onDataLoss": "fail (default) | skip | resnapshot: the binlog the query needs was purged: "
+                  "stop with an error; skip the lost range (a warning); or re-read the captured "
+                  "tables from the current position, replacing their rows (op t, then op r)",
+    "failOnDataLoss": "the older spelling of onDataLoss: true = fail, false = skip",
     "heartbeatIntervalMs": "replication heartbeat period (default 10000)",
     "connectTimeoutMs": "connect timeout (default 10000)",
     "maxRetries": "connection attempts in a row before the query fails (driver and tasks; "
@@ -139,6 +147,7 @@ class SourceOptions:
     starting: Start = field(default_factory=Start.latest)
     snapshot: bool = False
     snapshot_chunk_rows: int = 50000
+    snapshot_rows_per_trigger: int = SNAPSHOT_BATCH_ROWS
     snapshot_keys: dict = field(default_factory=dict)
     signal_table: str | None = None
     include_tables: tuple = ()
@@ -151,7 +160,7 @@ class SourceOptions:
     max_bytes_per_partition: int = 16 << 20
     idle_advance_s: float = 60.0
     idle_advance_bytes: int = 16 << 20
-    fail_on_data_loss: bool = True
+    on_data_loss: str = "fail"        # ON_DATA_LOSS
     heartbeat_s: float = 10.0
     connect_timeout_s: float = 10.0
     retry: RetryPolicy = TASK_RETRY
@@ -201,6 +210,9 @@ class SourceOptions:
                 raise ConfigurationError(f"{e}; or snapshot (read the tables first)") from None
         if get("snapshotChunkRows"):
             kw["snapshot_chunk_rows"] = _int("snapshotChunkRows", get("snapshotChunkRows"), 1)
+        if get("snapshotRowsPerTrigger"):
+            kw["snapshot_rows_per_trigger"] = _int("snapshotRowsPerTrigger",
+                                                   get("snapshotRowsPerTrigger"), 1)
         if get("signalTable"):
             t = get("signalTable").strip()
             if t.count(".") != 1 or "*" in t:
@@ -244,8 +256,7 @@ class SourceOptions:
                                         0) / 1000
         if get("idleAdvanceBytes"):
             kw["idle_advance_bytes"] = _int("idleAdvanceBytes", get("idleAdvanceBytes"), 0)
-        if get("failOnDataLoss") is not None:
-            kw["fail_on_data_loss"] = _bool("failOnDataLoss", get("failOnDataLoss"))
+        kw["on_data_loss"] = _on_data_loss(get)
         if get("heartbeatIntervalMs"):
             kw["heartbeat_s"] = _int("heartbeatIntervalMs", get("heartbeatIntervalMs"), 1) / 1000
         if get("connectTimeoutMs"):
@@ -283,6 +294,18 @@ class SourceOptions:
         if streaming:
             opts.check_connection()
         return opts
+
+    def snapshot_batch_rows(self, limit: int | None = None) -> int:
+        """The snapshot rows of one micro-batch at most: ``snapshotRowsPerTrigger``, or the
+        read limit *limit* (default ``maxEventsPerTrigger``) when lower."""
+        limit = limit or self.max_events
+        return min(self.snapshot_rows_per_trigger, limit or self.snapshot_rows_per_trigger)
+
+    @property
+    def fail_on_data_loss(self) -> bool:
+        """Whether lost binlog is an error where it is met (``onDataLoss`` fail; resnapshot
+        too where no re-snapshot can start: a task, a ``startingPosition``)."""
+        return self.on_data_loss != "skip"
 
     def check_connection(self) -> None:
         if not self.host:
@@ -346,6 +369,28 @@ def _schema_options(get, kw: dict) -> None:
         raise ConfigurationError("option includeSchemaChanges=true needs host: binlog files read "
                                  "with path have no schema history; read from the server (a "
                                  "stream, or a bounded read with endingPosition)")
+
+
+#: the values of option onDataLoss
+ON_DATA_LOSS = ("fail", "skip", "resnapshot")
+
+
+def _on_data_loss(get) -> str:
+    """Option ``onDataLoss``, or its older spelling ``failOnDataLoss`` (true: fail, false:
+    skip); both given, they must agree."""
+    old = get("failOnDataLoss")
+    old = None if old is None else ("fail" if _bool("failOnDataLoss", old) else "skip")
+    new = get("onDataLoss")
+    if new is None:
+        return old or "fail"
+    new = str(new).strip().lower()
+    if new not in ON_DATA_LOSS:
+        raise ConfigurationError(f"option onDataLoss must be fail, skip or resnapshot, not "
+                                 f"{get('onDataLoss')!r}")
+    if old is not None and old != new:
+        raise ConfigurationError(f"options onDataLoss={new} and failOnDataLoss="
+                                 f"{get('failOnDataLoss')} disagree: keep onDataLoss only")
+    return new
 
 
 def _fields(text: str, layout: str | None) -> tuple:

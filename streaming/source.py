@@ -41,8 +41,9 @@ How a stream works
 * Transactions of other tables only (:func:`streaming.planning.holds_quiet`) hold the offset
   until ``idleAdvanceBytes`` of them wait or ``idleAdvanceIntervalMs`` passed (a busy other
   database makes no micro-batch per trigger); a batch's tasks do not read them first.
-* Purged binlogs: with ``failOnDataLoss=true`` (default) the query stops with an error naming
-  the missing file; with ``false`` the purged range is skipped (a warning is logged).
+* Purged binlogs (option ``onDataLoss``): ``fail`` (default) stops the query with an error
+  naming the missing file; ``skip`` skips the purged range (a warning is logged);
+  ``resnapshot`` re-reads the captured tables from the binlog end (see :mod:`streaming.snapshot`).
 * The schema history (column names, charsets... of tables whose table maps lack them) is kept
   by the driver, carried in the offsets and given to each chunk as of its start: a restarted
   query decodes with the tables' shapes of its checkpoint's position
@@ -83,6 +84,7 @@ from streaming.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anch
                                 lag_report, skip_set, need_scan, plan_chunks,
                                 quiet_until)
 from streaming.layout import FlatBatchReader, flat_schema, flatten_batches
+from streaming.schema_history import StreamHistory
 from streaming.schema import JSON_SCHEMA, typed_schema, with_fields, with_schema_changes
 from streaming.storage import list_files, storage_for
 from streaming import snapshot
@@ -281,6 +283,20 @@ def read_past_file_end(read_to, chunk: BinlogChunk) -> bool:
     return read_to is not None and (read_to[0] != chunk.file or read_to[1] >= chunk.end)
 
 
+#: what a query whose binlog was purged can do (a task's error: a restart of the query
+#: re-snapshots with onDataLoss=resnapshot)
+DATA_LOSS_FIX = "restart the query: onDataLoss=resnapshot re-reads the captured tables, " \
+    "onDataLoss=skip skips the lost range"
+
+
+class _Lost(Exception):
+    """The binlog from :attr:`position` on is gone and ``onDataLoss=resnapshot``."""
+
+    def __init__(self, position: Position):
+        super().__init__(str(position))
+        self.position = position
+
+
 class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """See the module docstring. Driver state is created lazily and never pickled."""
 
@@ -369,14 +385,33 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         d = self.driver
         max_rows, max_bytes = self._limits(limit)
-        if snapshot.in_snapshot(start):
-            end = snapshot.latest_offset(d, self.opts, start, max_rows)
-            self._lag_report = {"snapshot": snapshot.progress(d)}
+        try:
+            if d.lost is not None:          # a replayed batch found its binlog purged
+                raise _Lost(d.lost)
+            if not snapshot.in_snapshot(start):
+                return self._binlog_offset(start, max_rows, max_bytes, snapshotting=False)
+            # a snapshot batch: chunks, and the binlog on from the last batch (snapshot module)
+            state = snapshot.next_state(d, self.opts, start, max_rows)
+            end = self._binlog_offset(start, max_rows, max_bytes, snapshotting=True)
+            self._lag_report = dict(self._lag_report or {},
+                                    snapshot=snapshot.progress(d, start))
+            return snapshot.with_state(end, state)
+        except _Lost as lost:
+            d.lost, d.boundaries, d.scanned_to, d.anchor = None, [], None, None
+            d.schema = StreamHistory(self.opts, d.query)
+            end = snapshot.after_data_loss(d, self.opts, lost.position, d.schema)
+            self._lag_report = {"snapshot": snapshot.progress(d, end)}
             return end
+
+    def _binlog_offset(self, start: dict, max_rows, max_bytes, snapshotting: bool) -> dict:
+        """The binlog offset a batch from *start* reads up to. A snapshot batch reads on to
+        the binlog end (its chunks are read later still, availableNow or not) and is never held
+        (:func:`streaming.planning.holds_quiet`)."""
+        d = self.driver
         d.schema.restore(start, d.recorded(start))   # before d.offset: its GTID probe uses it
         s = d.offset(start)
         target = d.master_status().key
-        if d.available_now_end is not None:
+        if d.available_now_end is not None and not snapshotting:
             target = min(target, d.available_now_end)
         self._anchor(s)
         if need_scan(d.boundaries, d.scanned_to, max_rows, max_bytes, target):
@@ -389,7 +424,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._lag_report = lag_report(offset, d.server_end, logs, d.boundaries, d.scanned_to,
                                       time.time())
         now = time.monotonic()
-        if d.available_now_end is None and holds_quiet(
+        if not snapshotting and d.available_now_end is None and holds_quiet(
                 s, chosen, d.boundaries, target, logs, held_for=now - (self._quiet_since or now),
                 max_bytes=self.opts.idle_advance_bytes, max_seconds=self.opts.idle_advance_s):
             self._quiet_since = self._quiet_since or now
@@ -464,9 +499,10 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     complete = False
                     break
         except BinlogPurgedError as e:
+            if self.opts.on_data_loss == "resnapshot":
+                raise _Lost(last) from None
             if self.opts.fail_on_data_loss:
-                raise BinlogPurgedError(f"{e} (set failOnDataLoss=false to skip lost data)") \
-                    from None
+                raise BinlogPurgedError(f"{e} ({DATA_LOSS_FIX})") from None
             log.warning("data loss: %s; skipping", e)
         finally:
             client.close()
@@ -480,6 +516,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """*last* is in a purged file: fail, or (failOnDataLoss=false) move to the first file."""
         d = self.driver
         err = d.purged(last.file, logs, context=f"stream offset {last}")
+        if self.opts.on_data_loss == "resnapshot":
+            raise _Lost(last)
         if self.opts.fail_on_data_loss:
             raise err
         if not logs:
@@ -497,8 +535,15 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict):
         d = self.driver
+        if snapshot.lost_at(end) and snapshot.lost_at(end) != snapshot.lost_at(start):
+            return []           # lost binlog: the re-snapshot that starts at *end* replaces it
+        chunks = self._binlog_partitions(start, end)
         if snapshot.in_snapshot(start):
-            return snapshot.partitions(d, self.opts, start, end)
+            chunks += snapshot.partitions(d, self.opts, start, end)
+        return chunks
+
+    def _binlog_partitions(self, start: dict, end: dict) -> list:
+        d = self.driver
         d.schema.restore(start, d.recorded(start))   # before d.offset: its GTID probe uses it
         s, e = d.offset(start), d.offset(end)
         if s.same_place(e) or s.key >= e.key:
@@ -506,6 +551,10 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         logs = d.binary_logs()
         if s.file not in dict(logs):
             err = d.purged(s.file, logs, context=f"batch start {s}")
+            if self.opts.on_data_loss == "resnapshot":
+                log.warning("%s; the next batch re-snapshots (onDataLoss=resnapshot)", err)
+                d.lost = s
+                return []
             if self.opts.fail_on_data_loss:
                 raise err
             log.warning("%s; skipping the purged files", err)
@@ -625,8 +674,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         (chunk.to_file_end and read_past_file_end(client.read_to, chunk))
             except BinlogPurgedError as e:
                 if opts.fail_on_data_loss:
-                    raise BinlogPurgedError(f"{chunk}: {e} (set failOnDataLoss=false to skip "
-                                            f"lost data)") from None
+                    raise BinlogPurgedError(f"{chunk}: {e} ({DATA_LOSS_FIX})") from None
                 log.warning("%s: data lost, skipped: %s", chunk, e)
                 return None
         finally:

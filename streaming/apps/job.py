@@ -280,7 +280,8 @@ def checks(cfg: JobConfig) -> list:
     opts = cfg.source_options()
     f = opts.table_filter()
     return run_checks(opts.replica_config(), include=f.include if f else (),
-                      exclude=f.exclude if f else (), snapshot=opts.snapshot, upsert=True)
+                      exclude=f.exclude if f else (), snapshot=opts.snapshot, upsert=True,
+                      batch_rows=opts.snapshot_batch_rows())
 
 
 def start(spark, cfg: JobConfig, upserter=None):
