@@ -38,8 +38,8 @@ pytestmark = [pytest.mark.server, pytest.mark.spark,
 #: ``batch N r=<snapshot rows>``.
 JOB = textwrap.dedent("""
     import json, os, sys
-    from streaming.local_spark import local_spark
-    from streaming.delta import DeltaUpserter
+    from streaming.apps.local_spark import local_spark
+    from streaming.sinks.delta.upserter import DeltaUpserter
 
     cfg = json.loads(sys.argv[1])
     spark = local_spark("retention-test")
@@ -257,7 +257,7 @@ def _run(spark, opts: dict, ckpt: Path, sink) -> object:
 
 
 def test_a_purged_checkpoint_resnapshots_on_request(spark, server, mariadb_factory, tmp_path):
-    from streaming.delta import DeltaUpserter
+    from streaming.sinks.delta.upserter import DeltaUpserter
     from streaming.metrics import BinlogCdcMetricsListener
 
     server = mariadb_factory()          # a server of its own: its binlogs are purged

@@ -4,7 +4,7 @@ A stream that starts with a snapshot first takes the binlog end ``P0`` (before r
 row), then reads every included table in chunks of keys (:mod:`cdc.snapshot.plan`), each chunk
 by a Spark task under a consistent snapshot of its own (:mod:`cdc.snapshot.reader`). Every
 snapshot batch also streams the binlog on from where the previous batch ended (DBLog's
-interleaving: its chunks and the binlog read in between, :mod:`streaming.source`): offsets
+interleaving: its chunks and the binlog read in between, :mod:`streaming.source.datasource`): offsets
 during the snapshot are the binlog position read up to plus the progress::
 
     {"file": "mysql-bin.000007", "pos": 4711,
@@ -56,7 +56,7 @@ from cdc.snapshot.plan import (SnapshotTable, count_rows, describe_table, estima
 from cdc.snapshot.progress import SnapshotProgress
 from cdc.snapshot.reader import SnapshotChunkReader, connect_for_snapshot
 
-from streaming.batches import BatchBuilder, record_batches
+from streaming.source.batches import BatchBuilder, record_batches
 
 __all__ = ["KEY", "in_snapshot", "initial_offset", "next_state", "with_state", "after_data_loss",
            "lost_at", "partitions", "chunk_rows", "SnapshotChunk", "read_chunk",
@@ -154,7 +154,7 @@ def initial_offset(driver, opts) -> dict:
 def after_data_loss(driver, opts, lost: Position, history) -> dict:
     """The offset of a re-snapshot of every captured table from the binlog end now, after the
     binlog from *lost* on was found purged (``onDataLoss=resnapshot``); *history*
-    (:class:`streaming.schema_history.StreamHistory`) is seeded there anew (the DDL of the lost
+    (:class:`streaming.source.schema_history.StreamHistory`) is seeded there anew (the DDL of the lost
     binlog is lost too)."""
     p = driver.known(_end(driver))
     tables = list_tables(driver.query, opts.table_filter())
@@ -186,7 +186,7 @@ def chunk_rows(opts) -> int:
 
 def next_state(driver, opts, start: dict, max_rows: int | None) -> dict | None:
     """The snapshot state after the next batch (None: the snapshot is done): up to
-    :meth:`~streaming.options.SourceOptions.snapshot_batch_rows` more rows of the current table
+    :meth:`~streaming.source.options.SourceOptions.snapshot_batch_rows` more rows of the current table
     (whole chunks), or the rest of the table. The batch is told to the driver's
     :class:`~cdc.snapshot.progress.SnapshotProgress`."""
     snap = start[KEY]
@@ -349,7 +349,7 @@ class SnapshotBatchReader(DataSourceReader):
         self.columns = columns
 
     def partitions(self):
-        from streaming.driver import Driver, preflight
+        from streaming.source.driver import Driver, preflight
         preflight(self.opts, snapshot=True, binlog=False)
         d = Driver(self.opts)
         try:
