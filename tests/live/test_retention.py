@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import random
 import threading
-import textwrap
 import time
 from pathlib import Path
 
@@ -27,48 +26,11 @@ pytest.importorskip("deltalake")
 
 from deltalake import DeltaTable  # noqa: E402
 
-from support.processes import kill_group, run_to_end, start_job  # noqa: E402
+from support.processes import delta_job, kill_group, run_to_end, start_job, wait_for  # noqa: E402
 from support.spark_support import source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark,
               pytest.mark.servers("mariadb-10.11", "mysql-9.7")]
-
-#: DELTA_JOB's driver, recording per batch the changes that are not snapshot rows
-#: (``<out>/<batch id>.json``, rewritten when Spark replays the batch) and printing
-#: ``batch N r=<snapshot rows>``.
-JOB = textwrap.dedent("""
-    import json, os, sys
-    from streaming.apps.local_spark import local_spark
-    from streaming.sinks.delta.upserter import DeltaUpserter
-
-    cfg = json.loads(sys.argv[1])
-    spark = local_spark("retention-test")
-    up = DeltaUpserter(cfg["root"], app_id=cfg["app_id"], **cfg["server"])
-
-    def fb(df, batch_id):
-        t = df.toArrow()
-        rows = list(zip(*(t.column(c).to_pylist() for c in ("op", "before", "after"))))
-        changes = [r for r in rows if r[0] != "r"]
-        path = os.path.join(cfg["out"], f"{batch_id}.json")
-        with open(path + ".tmp", "w") as f:
-            json.dump(changes, f)
-        os.replace(path + ".tmp", path)
-        up(df, batch_id)
-        print("batch", batch_id, "r=%d" % (len(rows) - len(changes)), flush=True)
-
-    reader = spark.readStream.format("binlog-cdc")
-    for k, v in cfg["options"].items():
-        reader = reader.option(k, v)
-    q = (reader.load().writeStream.foreachBatch(fb)
-         .option("checkpointLocation", cfg["checkpoint"]).trigger(availableNow=True).start())
-    q.awaitTermination()
-    if q.exception() is not None:
-        print("FAILED", q.exception(), flush=True)
-        sys.exit(3)
-    print("done", flush=True)
-    spark.stop()
-""")
-
 
 def _rows(server, db: str) -> list[tuple]:
     return sorted(tuple(r) for r in server.execute(f"SELECT id, v, n FROM {db}.items"))
@@ -81,6 +43,20 @@ def _delta(root: Path, db: str) -> list[tuple]:
 
 def _logs(server) -> list[str]:
     return [r[0] for r in server.execute("SHOW BINARY LOGS")]
+
+
+def _purge(server, keep: int = 1) -> list[str]:
+    """Purge all but the last *keep* binlogs; returns those purged. MariaDB keeps a file the
+    binlog checkpoint still needs (just after a rotation) without an error: try again until it
+    is gone."""
+    logs = _logs(server)
+    gone = logs[:-keep]
+    deadline = time.monotonic() + 30
+    while gone and set(gone) & set(_logs(server)):
+        assert time.monotonic() < deadline, (gone, _logs(server))
+        server.execute(f"PURGE BINARY LOGS TO '{logs[-keep]}'")
+        time.sleep(0.1)
+    return gone
 
 
 class Writer(threading.Thread):
@@ -143,10 +119,7 @@ class Purger(threading.Thread):
                 if not self.on.is_set():
                     continue
                 self.server.execute("FLUSH BINARY LOGS")
-                logs = _logs(self.server)
-                if len(logs) > self.keep:
-                    self.server.execute(f"PURGE BINARY LOGS TO '{logs[-self.keep]}'")
-                    self.purged += logs[:-self.keep]
+                self.purged += _purge(self.server, self.keep)
         except Exception as e:  # noqa: BLE001 - the test fails on it
             self.error = e
 
@@ -161,17 +134,6 @@ def _token(op: str, before, after):
     return (op, None)
 
 
-def _wait(log: Path, proc, what, timeout: float = 600) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        text = log.read_text() if log.exists() else ""
-        if what(text):
-            return text
-        assert proc.poll() is None, text[-4000:]
-        assert time.monotonic() < deadline, text[-4000:]
-        time.sleep(0.2)
-
-
 @pytest.mark.slow
 def test_a_snapshot_longer_than_retention_killed_once_loses_nothing(server, mariadb_factory,
                                                                    tmp_path):
@@ -181,7 +143,6 @@ def test_a_snapshot_longer_than_retention_killed_once_loses_nothing(server, mari
     server.execute("CREATE TABLE items (id INT PRIMARY KEY, v VARCHAR(40), n INT)", database=db)
     server.execute(f"INSERT INTO items SELECT 2 * seq, CONCAT('v', seq), 0 FROM "
                    f"{server.seq_table(ids)}", database=db)
-    p = server.cdc_params()
     # 30 batches of 100 snapshot rows (2 chunks each), the binlog read along: minutes here
     opts = source_options(server, db, ("x", 4), snapshotChunkRows=50,
                           snapshotRowsPerTrigger=100, includeTables=f"{db}.items",
@@ -190,24 +151,18 @@ def test_a_snapshot_longer_than_retention_killed_once_loses_nothing(server, mari
     out = tmp_path / "batches"
     out.mkdir()
     root = tmp_path / "delta"
-    cfg = {"root": str(root), "app_id": "retention", "checkpoint": str(tmp_path / "chk"),
-           "options": opts, "out": str(out),
-           "server": {"host": p["host"], "port": p["port"], "user": p["user"],
-                      "password": p["password"]}}
-    script = tmp_path / "job.py"
-    script.write_text(JOB)
-    log = tmp_path / "job.log"
+    script, cfg, log = delta_job(server, tmp_path, "retention", opts, out=str(out))
     p0_file = _logs(server)[-1]
     writer, purger = Writer(server, db, ids), Purger(server)
     t0 = time.monotonic()
     proc = start_job(script, cfg, log)
     try:
-        _wait(log, proc, lambda t: "batch 0 " in t)         # P0 is taken: changes from here
+        wait_for(log, proc, lambda t: "batch 0\n" in t)         # P0 is taken: changes from here
         writer.start()
         purger.start()
         purger.on.set()
         # kill -9 a few batches on, mid-snapshot; retention covers the restart (no purge then)
-        _wait(log, proc, lambda t: "batch 6 " in t)
+        wait_for(log, proc, lambda t: "batch 6\n" in t)
         time.sleep(random.Random(3).uniform(0.2, 2.0))
     finally:
         kill_group(proc)
@@ -216,9 +171,9 @@ def test_a_snapshot_longer_than_retention_killed_once_loses_nothing(server, mari
     seen = log.read_text().count("batch ")
     proc = start_job(script, cfg, log)
     try:
-        _wait(log, proc, lambda t: t.count("batch ") > seen)
+        wait_for(log, proc, lambda t: t.count("batch ") > seen)
         purger.on.set()
-        text = _wait(log, proc, lambda t: "done" in t or "FAILED" in t, timeout=900)
+        text = wait_for(log, proc, lambda t: "done" in t or "FAILED" in t, timeout=900)
         assert proc.wait(60) == 0, text[-4000:]
     finally:
         kill_group(proc)
@@ -243,7 +198,7 @@ def test_a_snapshot_longer_than_retention_killed_once_loses_nothing(server, mari
     assert len(made) > 100
     assert (lost, twice) == (0, 0) and set(delivered) == made
     assert _delta(root, db) == _rows(server, db)
-    assert text.count("r=") and "FAILED" not in text
+    assert "FAILED" not in text
 
 
 def _run(spark, opts: dict, ckpt: Path, sink) -> object:
@@ -297,7 +252,7 @@ def test_a_purged_checkpoint_resnapshots_on_request(spark, server, mariadb_facto
     server.execute("INSERT INTO other VALUES (1, 'x', 1)", database=db)
     purged = _logs(server)[-1]           # the checkpoint's file
     server.execute("FLUSH BINARY LOGS")
-    server.execute(f"PURGE BINARY LOGS TO '{_logs(server)[-1]}'")
+    assert purged in _purge(server) and purged not in _logs(server)
 
     q = _run(spark, opts, ckpt, sink)                       # the default: a clear error
     assert q.exception() is not None
