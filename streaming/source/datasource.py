@@ -74,7 +74,7 @@ from cdc.replica.sql import ask_on, binlog_status, connect, resolve_start
 from streaming.source.batches import BatchBuilder, record_batches
 from streaming.source.bounded import BoundedBatchReader
 from streaming.contract.tables import columns_from_server
-from streaming.source.driver import Driver, preflight, replica_client
+from streaming.source.driver import DATA_LOSS_FIX, Driver, preflight, replica_client
 from streaming.source.options import SourceOptions
 from streaming.source.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anchor, choose,
                                 decided_in, delivered_before, delivers_nothing, holds_quiet,
@@ -217,12 +217,6 @@ def read_past_file_end(read_to, chunk: BinlogChunk) -> bool:
     return read_to is not None and (read_to[0] != chunk.file or read_to[1] >= chunk.end)
 
 
-#: what a query whose binlog was purged can do (a task's error: a restart of the query
-#: re-snapshots with onDataLoss=resnapshot)
-DATA_LOSS_FIX = "restart the query: onDataLoss=resnapshot re-reads the captured tables, " \
-    "onDataLoss=skip skips the lost range"
-
-
 class _Lost(Exception):
     """The binlog from :attr:`position` on is gone and ``onDataLoss=resnapshot``."""
 
@@ -284,7 +278,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if spec.kind == "file":
             logs = d.binary_logs()
             if spec.file not in {n for n, _ in logs}:
-                err = d.purged(spec.file, logs, context="startingPosition")
+                err = d.purged(spec.file, logs, context="startingPosition", start=True)
                 oldest = logs[0][0] if logs else None
                 # only a file before the oldest one was purged (a later one is a mistake)
                 if self.opts.fail_on_data_loss or oldest is None or not _older(spec.file, oldest):

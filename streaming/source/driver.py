@@ -33,6 +33,13 @@ from streaming.source.schema_history import StreamHistory
 log = logging.getLogger("binlog_cdc.spark")
 
 
+#: What a query whose binlog was purged can do (a task meets it too: restarted, a query with
+#: onDataLoss=resnapshot re-snapshots).
+DATA_LOSS_FIX = ("Restart the query with onDataLoss=resnapshot (re-reads the captured tables "
+                 "from the binlog end) or onDataLoss=skip (failOnDataLoss=false: skips the "
+                 "purged range), or from a new snapshot and a new checkpoint")
+
+
 def preflight(opts: SourceOptions, *, snapshot: bool, binlog: bool = True) -> None:
     """The checks of ``binlog-cdc check`` (:mod:`cdc.check`) before a query or a snapshot
     starts: the first FAIL is raised (a server that cannot be reached, binlog_format not ROW,
@@ -192,12 +199,13 @@ class Driver:
             purged = parse_gtid_state(str(rows[0][0] or ""), mariadb=False) if rows else None
         return self.gtid_at(file, 4, purged)
 
-    def purged(self, file: str, logs, context: str = "") -> BinlogPurgedError:
-        """The error for a purged *file*, with the Spark-side remedies."""
+    def purged(self, file: str, logs, context: str = "", *,
+               start: bool = False) -> BinlogPurgedError:
+        """The error for a purged *file*, with the Spark-side remedies (*start*: the file of
+        option startingPosition)."""
         return purged_error(file, logs, self.where, context=context, fix=(
-            "Restart the query with onDataLoss=resnapshot (re-reads the captured tables from "
-            "now), onDataLoss=skip (skips the purged range), or from a new snapshot and a new "
-            "checkpoint"))
+            "Set onDataLoss=skip (failOnDataLoss=false) to start at the oldest binlog the "
+            "server has, or start from a snapshot" if start else DATA_LOSS_FIX))
 
 
 def _key(p: Position) -> str:

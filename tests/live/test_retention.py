@@ -207,7 +207,10 @@ def _run(spark, opts: dict, ckpt: Path, sink) -> object:
         reader = reader.option(k, v)
     q = (reader.load().writeStream.foreachBatch(sink).option("checkpointLocation", str(ckpt))
          .trigger(availableNow=True).start())
-    q.awaitTermination(300)
+    try:
+        q.awaitTermination(300)
+    except Exception:  # noqa: BLE001 - the query failed: q.exception() tells
+        pass
     return q
 
 
