@@ -43,7 +43,8 @@ How a stream works
   database makes no micro-batch per trigger); a batch's tasks do not read them first.
 * Purged binlogs (option ``onDataLoss``): ``fail`` (default) stops the query with an error
   naming the missing file; ``skip`` skips the purged range (a warning is logged);
-  ``resnapshot`` re-reads the captured tables from the binlog end (see :mod:`streaming.source.snapshot`).
+  ``resnapshot`` re-reads the captured tables from the binlog end (see
+  :mod:`streaming.source.snapshot`).
 * The schema history (column names, charsets... of tables whose table maps lack them) is kept
   by the driver, carried in the offsets and given to each chunk as of its start: a restarted
   query decodes with the tables' shapes of its checkpoint's position
@@ -334,7 +335,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _binlog_offset(self, start: dict, max_rows, max_bytes, snapshotting: bool) -> dict:
         """The binlog offset a batch from *start* reads up to. A snapshot batch reads on to
         the binlog end (its chunks are read later still, availableNow or not) and is never held
-        (:func:`streaming.planning.holds_quiet`)."""
+        (:func:`streaming.source.planning.holds_quiet`)."""
         d = self.driver
         d.schema.restore(start, d.recorded(start))   # before d.offset: its GTID probe uses it
         s = d.offset(start)
@@ -467,6 +468,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []           # lost binlog: the re-snapshot that starts at *end* replaces it
         chunks = self._binlog_partitions(start, end)
         if snapshot.in_snapshot(start):
+            # after the binlog's chunks: applied in order, a snapshot row (read after the batch
+            # was planned) comes after the changes it holds
             chunks += snapshot.partitions(d, self.opts, start, end)
         return chunks
 
