@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "(seconds, bytes, tx/s, rows/s; optional PNG plot)")
     add_lag_arguments(lg)
     lg.set_defaults(func=run_lag)
-    for command in (d, t, lg):
+    for command in (d, t, c, lg):
         add_entry_arguments(command, None)
     return p
 

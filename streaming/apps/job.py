@@ -62,7 +62,7 @@ server upserted into Delta tables. Start from the example config:
 
     {EXAMPLE_COMMAND}
 
-The config's sections: [source] the options of the binlog-cdc source (README: Options;
+The config's sections: [source] the options of the binlog-cdc source (docs/source.md;
 password_env or password_file instead of a password), [delta] path and app_id,
 [stream] checkpoint, trigger ("10 seconds" or "availableNow") and query_name, [metrics]
 port (Prometheus), [spark] master and spark.* settings. The whole file is checked before
@@ -186,7 +186,7 @@ def _source(table: dict) -> dict[str, str]:
             raise ConfigurationError(f"[source] {key} is for batch reads of binlog files "
                                      f"(spark.read), not for the job's stream")
     _known_keys("source", table, [k for k in OPTIONS if k not in BATCH_ONLY] + list(PASSWORD_KEYS),
-                also=" (README: Options)")
+                also=" (docs/source.md: Options)")
     given = [k for k in ("password", "passwordFile", *PASSWORD_KEYS)
              if any(str(t).lower() == k.lower() for t in table)]
     if len(given) > 1:
@@ -202,7 +202,7 @@ def _source(table: dict) -> dict[str, str]:
                                      f"list of strings, not {value!r}")
         source[str(key)] = _option_text(value)
     lower = {k.lower(): v for k, v in source.items()}
-    # the upserter follows the source's DDL (README: Schema changes) unless told otherwise
+    # the upserter follows the source's DDL (docs/sinks.md: schema changes) unless told otherwise
     if "includeschemachanges" not in lower \
             and lower.get("schemahistory", "true").lower() != "false" \
             and lower.get("layout", "envelope").lower() != "flat":

@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 # (FileContext) one costs ~40 ms per log file on a local disk, and every micro-batch writes two
 # (the offset log and the commit log): with this one both take ~10-20 ms. The rename is atomic
 # on local disks and HDFS, which is what a checkpoint needs; on object stores keep Spark's
-# default (see README "Low latency for dashboards").
+# default (see docs/performance.md "Low latency").
 FILE_SYSTEM_CHECKPOINTS = ("spark.sql.streaming.checkpointFileManagerClass",
                            "org.apache.spark.sql.execution.streaming.checkpointing."
                            "FileSystemBasedCheckpointFileManager")

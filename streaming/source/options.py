@@ -35,69 +35,135 @@ PASSWORD_HINT = f"the Spark options password or passwordFile, or {PASSWORD_ENV} 
 TASK_RETRY = RetryPolicy(max_attempts=10, max_time=120, initial_backoff=0.2, max_backoff=5,
                          first_connect_time=120, retry_unreachable_first=True)
 
-# name -> one-line description (also the order of the "valid options" list in errors)
-OPTIONS: dict[str, str] = {
-    "host": "server host name (streaming)",
-    "port": "server port (default 3306)",
-    "user": "replication user (REPLICATION SLAVE, REPLICATION CLIENT, SELECT)",
-    "password": "the user's password (never logged)",
-    "passwordFile": "a file holding the password (first line)",
-    "serverId": "replica server_id; connections use serverId .. serverId+1024 (default random)",
-    "startingPosition": "earliest | latest (default) | snapshot | {\"file\": ..., \"pos\": "
-                        "...} | {\"gtid\": \"...\"}",
-    "snapshotChunkRows": "snapshot: rows per chunk, one task each (default 50000)",
-    "snapshotRowsPerTrigger": "snapshot: rows per micro-batch at most (default 500000; "
-                              "maxEventsPerTrigger when lower); the binlog is read along in "
-                              "each batch, so it must be kept for one batch's time, not the "
-                              "whole snapshot's",
-    "signalTable": "db.table whose inserted rows (a column table_name = 'db.t') ask the running "
-                   "stream to re-snapshot that table",
-    "snapshotKeys": "snapshot: JSON {\"db.table\": [\"col\", ...]}: the columns to chunk a "
-                    "table by (default: its primary key or a unique NOT NULL key)",
-    "includeTables": "comma-separated db.table globs to keep",
-    "excludeTables": "comma-separated db.table globs to drop",
-    "table": "db.table: typed mode, before/after as structs of the table's Spark types",
-    "layout": "envelope (default) | flat: the table's columns at the top level and _cdc_* "
-              "change metadata (needs table; see streaming.contract.flat)",
-    "maxEventsPerTrigger": "at most this many row changes per micro-batch (whole transactions)",
-    "maxBytesPerTrigger": "at most this many binlog bytes per micro-batch (whole transactions)",
-    "minPartitions": "split each micro-batch into at least this many tasks (default 1)",
-    "maxBytesPerPartition": "binlog bytes per task at most (default 16 MiB)",
-    "idleAdvanceIntervalMs": "when only other tables change, the offset moves past their "
-                             "transactions (an empty micro-batch) at most this often "
-                             "(default 60000)",
-    "idleAdvanceBytes": "... or once this many binlog bytes of them wait (default 16 MiB): "
-                        "about what a restart reads again at most",
-    "onDataLoss": "fail (default) | skip | resnapshot: the binlog the query needs was purged: "
-                  "stop with an error; skip the lost range (a warning); or re-read the captured "
-                  "tables from the current position, replacing their rows (op t, then op r)",
-    "failOnDataLoss": "the older spelling of onDataLoss: true = fail, false = skip",
-    "heartbeatIntervalMs": "replication heartbeat period (default 10000)",
-    "connectTimeoutMs": "connect timeout (default 10000)",
-    "maxRetries": "connection attempts in a row before the query fails (driver and tasks; "
-                  "default 10)",
-    "maxRetryTimeMs": "time spent reconnecting before the query fails (default 120000)",
-    "sslCa": "TLS: CA bundle file", "sslCert": "TLS: client certificate",
-    "sslKey": "TLS: client key", "sslVerify": "TLS: verify the server certificate (true/false)",
-    "sslMode": "TLS: disabled | preferred (default) | required | verify_ca | verify_identity",
-    "path": "batch: binlog file(s), directory, .index file or glob",
-    "paths": "batch: several of those (set by DataFrameReader.load([...]))",
-    "endingPosition": "batch with host: read up to here (latest | {\"file\": ..., \"pos\": ...} "
-                      "| {\"gtid\": \"...\"}), from startingPosition",
-    "fields": "the envelope columns to deliver, comma-separated (default: all; op is always "
-              "one). Spark does not prune a Python source's columns: a query that uses a few "
-              "(DeltaUpserter: op,db,table,before,after,seq) saves building and converting "
-              "the rest",
-    "includeSchemaChanges": "true: DDL statements that change captured tables are rows too "
-                            "(op s, extra column schema_change; default false)",
-    "schemaHistory": "true (default): follow the tables' shapes along the binlog's DDL; "
-                     "false: complete table maps from today's information_schema",
-    "onUnparsedDdl": "fail (default) | skip | reseed: a DDL statement on a captured table "
-                     "that cannot be parsed",
-    "rowDecoder": "c | python | auto: the row decoder of the tasks (default: BINLOG_CDC_DECODER "
-                  "of each executor, else auto)",
-    "fs.<scheme>.<name>": "filesystem settings of s3://, gs://, abfs://, hdfs:// paths, e.g. "
-                          "fs.s3.endpoint, fs.s3.accessKey, fs.s3.secretKey (streaming.source.storage)",
+#: where an option applies (the options table's "Applies to" column)
+STREAM, BATCH, SNAPSHOT = "stream", "batch", "snapshot"
+_ALL = (STREAM, BATCH, SNAPSHOT)
+
+
+@dataclass(frozen=True)
+class Option:
+    """What a user reads about one option (docs/source.md's options table is made from these:
+    ``python -m tools.docs``). *required*: when it must be given ("" never); *default* as the
+    user would write it ("" none); *applies*: stream (readStream from a server), batch
+    (spark.read of binlog files, or of a server with endingPosition), snapshot
+    (startingPosition=snapshot, or spark.read of a server without endingPosition)."""
+
+    type: str
+    default: str
+    applies: tuple
+    meaning: str
+    required: str = ""
+
+
+_SERVER = (STREAM, BATCH, SNAPSHOT)          # everything that connects to a server
+_DECODE = (STREAM, BATCH)                    # everything that reads the binlog
+
+#: every option of the source, in the order of the "valid options" list in errors
+OPTIONS: dict[str, Option] = {
+    "host": Option("string", "", _SERVER, "the server's host name", "stream, snapshot"),
+    "port": Option("int", "3306", _SERVER, "the server's port"),
+    "user": Option("string", "", _SERVER, "the account (grants: docs/server-setup.md)",
+                   "with host"),
+    "password": Option("string", "$BINLOG_CDC_PASSWORD", _SERVER,
+                       "the account's password; never shown in logs, plans or errors"),
+    "passwordFile": Option("path", "", _SERVER, "a file holding the password (first line)"),
+    "serverId": Option("int", "random", _SERVER,
+                       "replica server_id; tasks use serverId+1 .. serverId+1024"),
+    "startingPosition": Option(
+        "string / JSON", "latest", _ALL,
+        "earliest, latest, snapshot (read the tables, the binlog along), "
+        "{\"file\": \"mysql-bin.000042\", \"pos\": 4}, or {\"gtid\": ...} with a MariaDB "
+        "GTID position (0-1-42) or a MySQL GTID set"),
+    "snapshotChunkRows": Option("int", "50000", (SNAPSHOT,),
+                                "rows per chunk (one Spark task, one short transaction each)"),
+    "snapshotRowsPerTrigger": Option(
+        "int", str(SNAPSHOT_BATCH_ROWS), (SNAPSHOT,),
+        "snapshot rows per micro-batch at most (maxEventsPerTrigger when lower); each batch "
+        "reads the binlog along, so binlogs must be kept for one batch's time, not the whole "
+        "snapshot's (docs/guarantees.md)"),
+    "signalTable": Option("db.table", "", (STREAM,),
+                          "a table whose inserted rows (a column table_name = 'db.t') make "
+                          "the running stream re-snapshot that table"),
+    "snapshotKeys": Option("JSON", "", (SNAPSHOT,),
+                           "{\"db.table\": [\"col\", ...]}: the columns to chunk a table by "
+                           "(default: its primary key, else its smallest unique NOT NULL key)"),
+    "includeTables": Option("globs", "all", _ALL, "comma-separated db.table globs to capture"),
+    "excludeTables": Option("globs", "", _ALL, "comma-separated db.table globs to leave out"),
+    "table": Option("db.table", "", _ALL,
+                    "typed mode: before/after as structs of that table's Spark types "
+                    "(docs/types.md); excludes includeTables"),
+    "layout": Option("string", "envelope", _ALL,
+                     "envelope or flat: with table, the table's columns at the top level "
+                     "plus _cdc_* change metadata (AutoCDC/MERGE-ready)"),
+    "maxEventsPerTrigger": Option("int", "", (STREAM, SNAPSHOT),
+                                  "row changes per micro-batch at most (whole transactions; "
+                                  "also with availableNow)"),
+    "maxBytesPerTrigger": Option("int", "", (STREAM,),
+                                 "binlog bytes per micro-batch at most (whole transactions)"),
+    "minPartitions": Option("int", "1", _ALL, "tasks per micro-batch at least (1 .. 1024)"),
+    "maxBytesPerPartition": Option("int", "16777216", _DECODE, "binlog bytes per task at most"),
+    "idleAdvanceIntervalMs": Option("int", "60000", (STREAM,),
+                                    "while only other tables change, the offset moves past "
+                                    "their transactions (an empty micro-batch) this often; "
+                                    "0: at every trigger"),
+    "idleAdvanceBytes": Option("int", "16777216", (STREAM,),
+                               "... or once this many binlog bytes of them wait (about what "
+                               "a restart reads again at most)"),
+    "onDataLoss": Option("string", "fail", _DECODE,
+                         "the binlog the query needs was purged: fail stops the query; skip "
+                         "skips the purged range with a warning (a purged start file: start at "
+                         "the oldest file the server has); resnapshot re-reads the captured "
+                         "tables from the binlog end and goes on from there, replacing their "
+                         "rows in the sink (an op t record, then op r rows; "
+                         "docs/guarantees.md)"),
+    "failOnDataLoss": Option("bool", "true", _DECODE,
+                             "the older spelling of onDataLoss: true is fail, false is skip "
+                             "(both given: they must agree)"),
+    "heartbeatIntervalMs": Option("int", "10000", _DECODE, "replication heartbeat period"),
+    "connectTimeoutMs": Option("int", "10000", _SERVER, "connect timeout"),
+    "maxRetries": Option("int", "10", _SERVER,
+                         "connection attempts in a row (driver and tasks) before the query "
+                         "fails; backoff 0.2 s .. 5 s"),
+    "maxRetryTimeMs": Option("int", "120000", _SERVER,
+                             "time spent reconnecting before the query fails"),
+    "sslCa": Option("path", "", _SERVER, "TLS: the CA that signed the server's certificate"),
+    "sslCert": Option("path", "", _SERVER, "TLS: a client certificate"),
+    "sslKey": Option("path", "", _SERVER, "TLS: the client certificate's key"),
+    "sslVerify": Option("bool", "", _SERVER,
+                        "older spelling: true is sslMode=verify_ca; not with sslMode"),
+    "sslMode": Option("string", "preferred", _SERVER,
+                      "TLS: disabled, preferred, required, verify_ca, verify_identity "
+                      "(docs/source.md#tls)"),
+    "path": Option("path / URL", "", (BATCH,),
+                   "binlog file(s), directory, .index file or glob, local or s3://, gs://, "
+                   "abfs://, hdfs://, file:// (also load(path))", "batch from files"),
+    "paths": Option("JSON list", "", (BATCH,), "several of those (set by load([...]))"),
+    "endingPosition": Option("string / JSON", "", (BATCH,),
+                             "with host: a bounded read from startingPosition up to latest, "
+                             "{\"file\": ..., \"pos\": ...} or {\"gtid\": ...}; without it a "
+                             "batch read of a server is the snapshot"),
+    "fields": Option("list", "all", _ALL,
+                     "the envelope columns to deliver, comma-separated (op is always one); "
+                     "columns not named are not built (DeltaUpserter reads "
+                     "op,db,table,before,after,seq)"),
+    "includeSchemaChanges": Option("bool", "false", (STREAM, SNAPSHOT),
+                                   "DDL statements that change captured tables are rows too "
+                                   "(op s, an extra column schema_change); needs host and the "
+                                   "envelope layout"),
+    "schemaHistory": Option("bool", "true", (STREAM, SNAPSHOT),
+                            "follow the tables' shapes along the binlog's DDL; false: "
+                            "complete table maps from today's information_schema"),
+    "onUnparsedDdl": Option("string", "fail", (STREAM, SNAPSHOT),
+                            "a DDL statement on a captured table that cannot be parsed: fail, "
+                            "skip (keep the table's shape) or reseed (read it again)"),
+    "rowDecoder": Option("string", "auto", _DECODE,
+                         "c, python or auto: the tasks' row decoder (default: each "
+                         "executor's BINLOG_CDC_DECODER, else auto)"),
+    "fs.<scheme>.<name>": Option("string", "", (BATCH,),
+                                 "filesystem settings of URL paths: fs.s3.endpoint, "
+                                 "fs.s3.accessKey, fs.s3.secretKey, fs.s3.sessionToken, "
+                                 "fs.s3.region, fs.s3.anonymous, fs.s3.pathStyle; any other "
+                                 "name is a keyword of the pyarrow.fs class"),
 }
 _BY_LOWER = {k.lower(): k for k in OPTIONS}
 _TRUE = {"true", "1", "yes", "on"}

@@ -1,4 +1,4 @@
-"""The README's table of user-facing errors (section "User-facing errors"): each mistake gives its
+"""The table of user-facing errors (docs/troubleshooting.md): each mistake gives its
 message and exit code, with no traceback. CLI mistakes run the real ``binlog-cdc`` entry point
 (no server: a closed loopback port where one is needed); Spark option mistakes go through the
 option parser the source uses (a query with them fails with the same message, see

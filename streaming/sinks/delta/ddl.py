@@ -58,7 +58,7 @@ log = logging.getLogger("binlog_cdc.delta")
 SCHEMA_CHANGE = "schema_change"
 DDL_SUFFIX = "#ddl"         # <app_id>#ddl: the app transaction of the rewrites
 _RESNAPSHOT = ("re-snapshot the table into a new Delta table (the source's option signalTable, "
-               "README \"Initial snapshot\"), or migrate the Delta table by hand")
+               "docs/snapshot.md), or migrate the Delta table by hand")
 _META, _KEY = "binlog_cdc.column", "binlog_cdc.key"    # Delta column metadata
 _ZERO_TEMPORAL = {"date": "0000-00-00", "datetime": "0000-00-00 00:00:00", "year": 0,
                   "time": "00:00:00"}
