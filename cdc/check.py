@@ -21,16 +21,19 @@ per check, PASS, WARN or FAIL with the fix.
 from __future__ import annotations
 
 import fnmatch
+import time
+from datetime import datetime, timezone
 from typing import Callable, Iterable, Sequence
 
-from cdc.errors import (CdcError, ConfigurationError, PrivilegeError, ServerUnreachableError,
-                        TransientServerError, did_you_mean)
-from cdc.positions import Start
+from cdc.errors import (BinlogPurgedError, CdcError, ConfigurationError, PrivilegeError,
+                        ServerUnreachableError, TransientServerError, did_you_mean)
+from cdc.positions import Start, binlog_file_number
 from cdc.replica import preflight
 from cdc.replica.config import ReplicaConfig, SslOptions
+from cdc.replica.first_event import first_event_time
 from cdc.replica.preflight import FAIL, PASS, WARN, Finding
 from cdc.replica.server import quote_account, server_of
-from cdc.replica.sql import connect, fetch_rows
+from cdc.replica.sql import binary_logs, connect, fetch_rows
 from cdc.snapshot.plan import SNAPSHOT_BATCH_ROWS, estimated_rows, list_tables, quote_name
 
 __all__ = ["SNAPSHOT_ROWS_PER_SECOND", "run_checks", "require", "render", "exit_status",
@@ -108,15 +111,66 @@ def _checks(conn, query, config, where, *, include, exclude, start, snapshot, up
         sizes = estimated_rows(query)
         rows = sum(sizes.get(t, 0) for t in tables)
         seconds = rows / rows_per_second
-        what = f" ({rows:,} rows at {rows_per_second:,.0f} rows/s)"
+        what = f" ({rows:,} rows at {rows_per_second:,g} rows/s)"
         batch = min(rows, batch_rows) / rows_per_second
     if binlog:
-        out.append(preflight.retention_finding(
-            v, where, snapshot_seconds=seconds, snapshot_what=what or "", batch_seconds=batch,
-            batch_what=f", {batch_rows:,} rows"))
+        out.append(_retention_finding(config, query, info, v, where, seconds, what or "",
+                                      batch, f", {batch_rows:,} rows"))
     if sink_check is not None and tables:
         out += sink_check(query, tables)
     return out
+
+
+def _retention_finding(config, query, info, v, where, snapshot_seconds, snapshot_what,
+                       batch_seconds=None, batch_what="") -> Finding:
+    """The binlog retention: the server's setting against the initial snapshot's estimated
+    duration and one snapshot batch's (:func:`~cdc.replica.preflight.retention_finding`), and
+    how long binlogs have in fact been kept: the time of the first event of the oldest file. A
+    WARN when earlier files were purged (the oldest is not the first of its series) less than
+    one snapshot batch's duration ago (the snapshot reads the binlog along, batch by batch):
+    something purges binlogs sooner than the setting says (PURGE BINARY LOGS run by hand or by a
+    job, a size limit such as MariaDB's max_binlog_total_size)."""
+    setting = preflight.retention_finding(v, where, snapshot_seconds=snapshot_seconds,
+                                          snapshot_what=snapshot_what,
+                                          batch_seconds=batch_seconds, batch_what=batch_what)
+    if setting.status == FAIL:
+        return setting
+    try:
+        logs = binary_logs(query, info, config)
+    except CdcError:             # no privilege to list them: the privileges check says so
+        return setting
+    if not logs:
+        return setting
+    oldest = logs[0][0]
+    try:
+        conn = connect(config)
+    except CdcError:
+        return setting
+    try:
+        began = first_event_time(conn, info, v, oldest)
+    finally:
+        conn._force_close()
+    if began is None:
+        return setting
+    age = max(0.0, time.time() - began)
+    at = datetime.fromtimestamp(began, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    purged = binlog_file_number(oldest, 1) > 1
+    reach = (f"the oldest binlog, {oldest}, begins at {at} ({preflight.duration_text(age)} ago"
+             f"{'' if purged else ', none purged yet'})")
+    batch = snapshot_seconds if batch_seconds is None or snapshot_seconds is None else \
+        min(batch_seconds, snapshot_seconds)
+    if purged and batch is not None and age < batch:
+        seconds, name = preflight.retention_seconds(v)
+        kept = f"for {preflight.duration_text(seconds)}" if seconds else "until purged by hand"
+        what = f"the initial snapshot's estimated {preflight.duration_text(batch)}" \
+            f"{snapshot_what}" if batch == snapshot_seconds else \
+            f"one snapshot batch's estimated {preflight.duration_text(batch)}{batch_what}"
+        return Finding(WARN, "retention", (
+            f"{reach}: binlogs before it were purged sooner than {what} takes, although the "
+            f"setting keeps them {kept} ({name}): stop what purges them early (PURGE BINARY "
+            f"LOGS run by hand or by a job, a binlog size limit) while the snapshot runs"),
+            BinlogPurgedError)
+    return setting._replace(message=f"{setting.message}; {reach}")
 
 
 def _tls_finding(query, ssl) -> Finding:

@@ -275,14 +275,15 @@ def _option_text(v) -> str:
 def checks(cfg: JobConfig) -> list:
     """The findings of ``binlog-cdc check`` (:mod:`cdc.check`) for the job's source: its
     tables and snapshot, into Delta tables that are upserted (a table without primary key, row
-    images that are not FULL: FAIL). The start position is the source's to check (its errors
+    images that are not FULL, a column the upserter refuses: FAIL). The start position is the source's to check (its errors
     name the Spark remedies)."""
     from cdc.check import run_checks
+    from streaming.sinks.delta.check import sink_check
     opts = cfg.source_options()
     f = opts.table_filter()
     return run_checks(opts.replica_config(), include=f.include if f else (),
                       exclude=f.exclude if f else (), snapshot=opts.snapshot, upsert=True,
-                      batch_rows=opts.snapshot_batch_rows())
+                      sink_check=sink_check, batch_rows=opts.snapshot_batch_rows())
 
 
 def start(spark, cfg: JobConfig, upserter=None):

@@ -13,8 +13,10 @@ ends with no exception and the status of a batch still running, whatever the fai
 alone (no chain), and when its own text is long, a :class:`ForeachBatchError` with that text cut
 down: Java stack frames left out (the exception and ``Caused by`` lines stay: Spark looks there
 for an interruption or a cancelled job; the job and the demo for the binlog-cdc error), at most
-:data:`MAX_TEXT` characters. The whole exception is logged at DEBUG level
-(``binlog_cdc.foreach_batch``).
+:data:`MAX_TEXT` characters. A binlog-cdc error (:class:`~cdc.errors.CdcError`, a user's
+mistake whose message says what to do) goes without the frames it was raised through: Spark
+quotes only the few between its call and the function. The whole exception is logged at DEBUG
+level (``binlog_cdc.foreach_batch``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import functools
 import logging
 import re
 import traceback
+
+from cdc.errors import CdcError
 
 __all__ = ["MAX_TEXT", "ForeachBatchError", "spark_safe", "for_spark"]
 
@@ -85,6 +89,9 @@ def spark_safe(func):
     def call(*args, **kwargs):
         try:
             return func(*args, **kwargs)
+        except CdcError as e:           # a user's mistake: its message says what to do
+            log.debug("foreachBatch failed", exc_info=True)
+            raise for_spark(e).with_traceback(None) from None
         except Exception as e:
             log.debug("foreachBatch failed", exc_info=True)
             raise for_spark(e) from None

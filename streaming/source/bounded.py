@@ -26,6 +26,8 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 from cdc.errors import ConfigurationError
 from cdc.positions import binlog_file_number
 
+from streaming.source.spark_errors import user_errors
+
 log = logging.getLogger("binlog_cdc.spark")
 
 
@@ -35,6 +37,7 @@ def _in_set(state, gtid: str) -> bool:
     return gtid in state
 
 
+@user_errors
 class BoundedBatchReader(DataSourceReader):
     """The chunks of a stream reader's range, planned once on the driver."""
 

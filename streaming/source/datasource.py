@@ -87,6 +87,7 @@ from streaming.source.flat_reader import FlatBatchReader
 from streaming.source.schema_history import StreamHistory
 from streaming.contract.spark_schema import JSON_SCHEMA, typed_schema, with_fields, with_schema_changes
 from streaming.source import snapshot
+from streaming.source.spark_errors import user_errors
 
 log = logging.getLogger("binlog_cdc.spark")
 
@@ -103,6 +104,7 @@ def _older(file: str, than: str) -> bool:
 # ===================================================================================================
 
 
+@user_errors
 class BinlogCdcDataSource(DataSource):
     """``format("binlog-cdc")``: see the module docstring, :mod:`streaming.contract.spark_schema` (the schema)
     and :mod:`streaming.source.options` (the options)."""
@@ -226,6 +228,7 @@ class _Lost(Exception):
         self.position = position
 
 
+@user_errors
 class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """See the module docstring. Driver state is created lazily and never pickled."""
 

@@ -14,6 +14,7 @@ from cdc.errors import ConfigurationError
 
 from streaming.source.batches import BatchBuilder, record_batches
 from streaming.source.options import SourceOptions
+from streaming.source.spark_errors import user_errors
 from streaming.source.storage import list_files, storage_for
 
 __all__ = ["FilePartition", "columns_from_files", "FileBatchReader"]
@@ -45,6 +46,7 @@ def columns_from_files(opts: SourceOptions, db: str, table: str):
     raise ConfigurationError(f"option table: {db}.{table} has no row changes in the given files")
 
 
+@user_errors
 class FileBatchReader(DataSourceReader):
     """One task per binlog file; each decodes its file with the sans-IO parser."""
 

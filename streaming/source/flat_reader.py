@@ -9,8 +9,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader
 
 from streaming.contract.flat import flatten_batches
+from streaming.source.spark_errors import user_errors
 
 
+@user_errors
 class FlatBatchReader(DataSourceReader):
     """A batch reader of the typed envelope (*inner*) giving the flat layout."""
 

@@ -57,6 +57,7 @@ from cdc.snapshot.progress import SnapshotProgress
 from cdc.snapshot.reader import SnapshotChunkReader, connect_for_snapshot
 
 from streaming.source.batches import BatchBuilder, record_batches
+from streaming.source.spark_errors import user_errors
 
 __all__ = ["KEY", "in_snapshot", "initial_offset", "next_state", "with_state", "after_data_loss",
            "lost_at", "partitions", "chunk_rows", "SnapshotChunk", "read_chunk",
@@ -338,6 +339,7 @@ def read_chunk(opts, schema, typed_columns, chunk: SnapshotChunk) -> Iterator:
         conn.close()
 
 
+@user_errors
 class SnapshotBatchReader(DataSourceReader):
     """``spark.read.format("binlog-cdc").option("host", ...).load()``: a one-off read of the
     included tables of a live server, in chunks read by tasks (each chunk consistent in itself,

@@ -275,24 +275,51 @@ def test_a_table_without_primary_key_fails_before_the_stream_starts(job_main, ma
     assert "streaming" not in out, out
 
 
-def test_job_check_prints_each_check(mariadb, db, tmp_path, capsys, monkeypatch):
+@pytest.fixture
+def job_check(mariadb, db, tmp_path, capsys, monkeypatch):
+    """``python3 -m streaming.job --check`` of a config streaming *db* (table ``t``), in this
+    process: ``() -> (exit status, stdout lines)``."""
     from streaming.apps.job import main
     mariadb.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(20))")
-    mariadb.execute(f"CREATE TABLE {db}.nopk (id INT, v INT)")
     monkeypatch.setenv("TEST_APPS_PASSWORD", mariadb.cdc_params()["password"])
     cfg = _config(tmp_path, mariadb, db, mariadb.current_position(), trigger="availableNow",
                   metrics=False)
-    capsys.readouterr()
-    assert main(["--check", str(cfg)]) == 2
-    lines = capsys.readouterr().out.splitlines()
+
+    def run():
+        capsys.readouterr()
+        rc = main(["--check", str(cfg)])
+        return rc, capsys.readouterr().out.splitlines()
+    return run
+
+
+def test_job_check_prints_each_check(job_check, mariadb, db):
+    mariadb.execute(f"CREATE TABLE {db}.nopk (id INT, v INT)")
+    rc, lines = job_check()
+    assert rc == 2
     assert [(l.split()[0], l.split()[1]) for l in lines] == [
         ("PASS", "connection"), ("PASS", "tls"), ("PASS", "log_bin"), ("PASS", "binlog_format"),
         ("PASS", "binlog_row_image"), ("PASS", "binlog_row_metadata"), ("PASS", "gtid"),
-        ("PASS", "privileges"), ("PASS", "tables"), ("FAIL", "keys"), ("PASS", "retention")]
+        ("PASS", "privileges"), ("PASS", "tables"), ("FAIL", "keys"), ("PASS", "retention"),
+        ("PASS", "sink")]
     assert lines[8].endswith(f"includeTables matches 2 table(s): {db}.nopk, {db}.t")
     assert f"{db}.nopk has no primary key, which a sink that upserts needs" in lines[9]
     mariadb.execute(f"DROP TABLE {db}.nopk")
-    assert main(["--check", str(cfg)]) == 0
+    assert job_check()[0] == 0
+
+
+def test_job_check_names_the_columns_the_delta_upserter_refuses(job_check, mariadb, db):
+    """(A column named _cdc_op failed the job only when its table first changed.)"""
+    mariadb.execute(f"CREATE TABLE {db}.ops (id INT PRIMARY KEY, _cdc_op CHAR(1))")
+    rc, lines = job_check()
+    assert rc == 2
+    assert lines[-1] == (f"FAIL  sink                   the Delta upserter refuses {db}.ops._cdc_op "
+                         f"(the name the Delta upserter gives the change kind in its MERGE: "
+                         f"rename the column); or leave the table out with excludeTables")
+    mariadb.execute(f"ALTER TABLE {db}.ops RENAME COLUMN _cdc_op TO op")
+    rc, lines = job_check()
+    assert rc == 0 and lines[-1] == (
+        "PASS  sink                   the Delta upserter takes every column of the 2 captured "
+        "table(s)")
 
 
 def test_start_and_stop_metrics_leave_nothing_behind(spark):

@@ -7,8 +7,11 @@ against what the server itself says."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import time
+from datetime import datetime
 
 import pytest
 
@@ -34,6 +37,20 @@ def check(server, *args: str, user: str = "cdc", password: str = "cdc-secret"):
 
 def one(server, sql: str):
     return server.execute(sql)[0][0]
+
+
+def oldest_binlog(server) -> tuple[str, str]:
+    """The server's oldest binlog file and the time of its first event, as the server's own
+    mysqlbinlog / mariadb-binlog prints it (in UTC)."""
+    oldest = str(server.execute("SHOW BINARY LOGS")[0][0])
+    tool = server.program("mariadb-binlog" if server.FLAVOR == "mariadb" else "mysqlbinlog")
+    out = subprocess.run([tool, "--no-defaults", str(server.log_bin_path.parent / oldest)],
+                         env=dict(os.environ, TZ="UTC"), capture_output=True, text=True,
+                         check=True, timeout=60).stdout
+    m = re.search(r"^#(\d{6})\s+(\d{1,2}:\d\d:\d\d) server id", out, re.M)
+    assert m, out[:2000]
+    at = datetime.strptime(f"{m.group(1)} {m.group(2)}", "%y%m%d %H:%M:%S")
+    return oldest, at.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def keyed_db(server, name: str) -> None:
@@ -74,6 +91,8 @@ def test_a_well_configured_server_passes_every_check(server):
             f"the initial snapshot takes about 0 s (")
     else:
         assert lines["retention"][1].startswith("binlogs are kept until purged by hand")
+    oldest, began = oldest_binlog(server)
+    assert f"; the oldest binlog, {oldest}, begins at {began} (" in lines["retention"][1], out
     server.execute("DROP DATABASE chk_ok")
 
 
@@ -122,11 +141,11 @@ def test_a_misconfigured_server_fails_each_check(server, mariadb_factory):
     assert lines["retention"][1].startswith(
         "binlogs are kept for 1 min (binlog_expire_logs_seconds=60), less than the initial "
         "snapshot's estimated ")
-    assert lines["retention"][1].endswith(
+    assert (
         f"({rows:,} rows at 100 rows/s): nothing is lost while the query runs (each snapshot "
         f"batch reads the binlog along, 1,000 rows), but a query stopped during the snapshot "
         f"for longer than the retention resumes only with onDataLoss=resnapshot (or a new "
-        f"snapshot)")
+        f"snapshot); the oldest binlog") in lines["retention"][1]
 
     # the plain stream: a keyless table is a warning; a typo in a name is a FAIL
     rc, lines, out = check(server, "--tables", "shop.ordres,shop.audit,shop.x*")
@@ -142,9 +161,9 @@ def test_a_misconfigured_server_fails_each_check(server, mariadb_factory):
         f"(no privilege on it): fix the name, or GRANT SELECT ON shop.ordres TO 'cdc'@'%'",
         f"WARN  tables                 includeTables pattern 'shop.x*' matches no table on "
         f"127.0.0.1:{server.port} (yet) that 'cdc'@'%' can see"]
-    assert "retention" in lines and lines["retention"] == ("PASS", (
+    assert lines["retention"][0] == "PASS" and lines["retention"][1].startswith(
         "binlogs are kept for 1 min (binlog_expire_logs_seconds=60): a stream stopped for longer "
-        "must start over"))
+        "must start over; the oldest binlog, ")
 
     # an account without privileges
     rc, lines, out = check(server, "--tables", "shop.orders", "--snapshot", user="nopriv",
@@ -167,3 +186,32 @@ def test_a_misconfigured_server_fails_each_check(server, mariadb_factory):
     rc, lines, out = check(server, password="wrong")
     assert rc == 2 and list(lines) == ["connection"] and lines["connection"][0] == "FAIL", out
     assert "refused user 'cdc'" in lines["connection"][1]
+
+
+def test_binlogs_purged_sooner_than_the_snapshot_takes(server, mariadb_factory):
+    """The setting keeps binlogs for days, but files were purged minutes ago (by hand, by a job,
+    by a size limit): the retention check reads when the oldest binlog begins."""
+    server = mariadb_factory()
+    keyed_db(server, "shop")
+    server.execute("INSERT INTO shop.orders VALUES (1, 1), (2, 2), (3, 3)")
+    server.execute("FLUSH BINARY LOGS")
+    server.execute("FLUSH BINARY LOGS")
+    newest = str(server.execute("SHOW BINARY LOGS")[-1][0])
+    for _ in range(100):         # MariaDB keeps a file until its binlog checkpoint moves on
+        server.execute(f"PURGE BINARY LOGS TO '{newest}'")
+        if str(server.execute("SHOW BINARY LOGS")[0][0]) == newest:
+            break
+        time.sleep(0.1)
+    server.execute("SET GLOBAL binlog_expire_logs_seconds = 864000")
+    server.execute("ANALYZE TABLE shop.orders")
+    rc, lines, out = check(server, "--tables", "shop.*", "--snapshot", "--snapshot-rate",
+                           "0.01")
+    oldest, began = oldest_binlog(server)
+    assert oldest == newest
+    status, message = lines["retention"]
+    assert rc == 0 and status == "WARN", out
+    assert message.startswith(f"the oldest binlog, {oldest}, begins at {began} ("), message
+    assert "binlogs before it were purged sooner than the initial snapshot's estimated 5 min " \
+        "(3 rows at 0.01 rows/s) takes, although the setting keeps them for 10 days (binlog_expire_" \
+        "logs_seconds=864000): stop what purges them early (PURGE BINARY LOGS run by hand or " \
+        "by a job, a binlog size limit) while the snapshot runs" in message, message
