@@ -33,15 +33,22 @@ from streaming.source.schema_history import StreamHistory
 log = logging.getLogger("binlog_cdc.spark")
 
 
+#: What a query whose binlog was purged can do (a task meets it too: restarted, a query with
+#: onDataLoss=resnapshot re-snapshots).
+DATA_LOSS_FIX = ("Restart the query with onDataLoss=resnapshot (re-reads the captured tables "
+                 "from the binlog end) or onDataLoss=skip (failOnDataLoss=false: skips the "
+                 "purged range), or from a new snapshot and a new checkpoint")
+
+
 def preflight(opts: SourceOptions, *, snapshot: bool, binlog: bool = True) -> None:
     """The checks of ``binlog-cdc check`` (:mod:`cdc.check`) before a query or a snapshot
     starts: the first FAIL is raised (a server that cannot be reached, binlog_format not ROW,
     missing privileges, includeTables naming a table the server does not have, binlogs kept for
-    less than the snapshot takes...), WARNs are logged."""
+    less than a snapshot batch takes...), WARNs are logged."""
     f = opts.table_filter()
     for finding in require(run_checks(opts.replica_config(), include=f.include if f else (),
                                       exclude=f.exclude if f else (), snapshot=snapshot,
-                                      binlog=binlog)):
+                                      binlog=binlog, batch_rows=opts.snapshot_batch_rows())):
         if finding.status == WARN:
             log.warning("%s: %s", finding.check, finding.message)
 
@@ -69,6 +76,7 @@ class Driver:
         self.available_now_end: Key | None = None
         self.snapshot_tables: dict = {}      # db.table -> SnapshotTable (streaming.source.snapshot)
         self.snapshot_progress = None        # cdc.snapshot.progress.SnapshotProgress, in memory
+        self.lost: Position | None = None    # a replayed batch's purged start (onDataLoss)
         # the stream's schema history (streaming.source.schema_history): in the offsets once in use
         self.schema = StreamHistory(opts, self.query)
         # offset JSON -> the position on this server it resumes at (Driver.offset)
@@ -191,11 +199,13 @@ class Driver:
             purged = parse_gtid_state(str(rows[0][0] or ""), mariadb=False) if rows else None
         return self.gtid_at(file, 4, purged)
 
-    def purged(self, file: str, logs, context: str = "") -> BinlogPurgedError:
-        """The error for a purged *file*, with the Spark-side remedies."""
+    def purged(self, file: str, logs, context: str = "", *,
+               start: bool = False) -> BinlogPurgedError:
+        """The error for a purged *file*, with the Spark-side remedies (*start*: the file of
+        option startingPosition)."""
         return purged_error(file, logs, self.where, context=context, fix=(
-            "Restart the query from a new snapshot and a new checkpoint, or set "
-            "failOnDataLoss=false to skip the purged range"))
+            "Set onDataLoss=skip (failOnDataLoss=false) to start at the oldest binlog the "
+            "server has, or start from a snapshot" if start else DATA_LOSS_FIX))
 
 
 def _key(p: Position) -> str:

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -17,7 +18,9 @@ REPO = Path(__file__).resolve().parents[2]
 #: A driver running ``readStream.format("binlog-cdc")`` -> ``foreachBatch(DeltaUpserter)`` with
 #: availableNow (config JSON: ``root``, ``app_id``, ``server``, ``options``, ``checkpoint``;
 #: optional ``hang_after``/``marker_dir``: after that batch reached Delta, mark it and hang, for
-#: a kill -9 between the Delta commit and Spark's). Prints ``batch N`` per batch, ``done``.
+#: a kill -9 between the Delta commit and Spark's; optional ``out``: each batch's changes that
+#: are not snapshot rows, ``[[op, before, after], ...]``, into ``<out>/<batch id>.json``,
+#: rewritten when Spark replays the batch). Prints ``batch N`` per batch, ``done``.
 DELTA_JOB = textwrap.dedent("""
     import json, os, sys, time
     from streaming.apps.local_spark import local_spark
@@ -28,6 +31,14 @@ DELTA_JOB = textwrap.dedent("""
     up = DeltaUpserter(cfg["root"], app_id=cfg["app_id"], **cfg["server"])
 
     def fb(df, batch_id):
+        if cfg.get("out"):
+            t = df.toArrow()
+            changes = [r for r in zip(*(t.column(c).to_pylist() for c in ("op", "before",
+                                                                           "after"))) if r[0] != "r"]
+            path = os.path.join(cfg["out"], f"{batch_id}.json")
+            with open(path + ".tmp", "w") as f:
+                json.dump(changes, f)
+            os.replace(path + ".tmp", path)
         result = up(df, batch_id)
         print("batch", batch_id, flush=True)
         hang = cfg.get("hang_after")
@@ -49,6 +60,20 @@ DELTA_JOB = textwrap.dedent("""
     spark.stop()
 """)
 
+
+
+def delta_job(server, tmp_path: Path, app_id: str, options: dict, **extra) -> tuple:
+    """``(script, cfg, log)`` of a :data:`DELTA_JOB` reading *options* from *server* into Delta
+    tables under ``tmp_path/"delta"`` (checkpoint ``tmp_path/"chk"``); *extra* adds to the
+    config (``marker_dir``, ``out``...)."""
+    p = server.cdc_params()
+    cfg = {"root": str(tmp_path / "delta"), "app_id": app_id,
+           "checkpoint": str(tmp_path / "chk"), "options": options,
+           "server": {"host": p["host"], "port": p["port"], "user": p["user"],
+                      "password": p["password"]}, **extra}
+    script = tmp_path / "job.py"
+    script.write_text(DELTA_JOB)
+    return script, cfg, tmp_path / "job.log"
 
 
 def start_job(script: Path, cfg: dict, log: Path) -> subprocess.Popen:
@@ -75,6 +100,19 @@ def run_to_end(script: Path, cfg: dict, log: Path, timeout: float = 600) -> str:
     out = log.read_text()
     assert proc.returncode == 0, out[-4000:]
     return out
+
+
+def wait_for(log: Path, proc: subprocess.Popen, what, timeout: float = 300) -> str:
+    """Wait until *what(text of log)* holds (returns the text); fails the test when *proc* ends
+    first or after *timeout* s, with the log's tail."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = log.read_text() if log.exists() else ""
+        if what(text):
+            return text
+        assert proc.poll() is None, text[-4000:]
+        assert time.monotonic() < deadline, text[-4000:]
+        time.sleep(0.2)
 
 
 def kill_group(proc: subprocess.Popen) -> None:
