@@ -11,7 +11,6 @@ and order) and rows."""
 from __future__ import annotations
 
 import random
-import subprocess
 import time
 from pathlib import Path
 
@@ -23,7 +22,8 @@ pytest.importorskip("deltalake")
 from deltalake import DeltaTable  # noqa: E402
 
 from tests.support.ddl_workload import Recorder, norm, run_workload  # noqa: E402
-from tests.support.processes import DELTA_JOB, kill_group, run_to_end, start_job  # noqa: E402
+from tests.support.processes import (DELTA_JOB, kill_group, run_to_end, start_job,
+                                     wait_for)  # noqa: E402
 from tests.support.spark_support import source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow,
@@ -33,14 +33,6 @@ pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow,
 @pytest.fixture
 def server(metadata_server):
     return metadata_server
-
-
-def _wait_for(log: Path, proc: subprocess.Popen, what, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while not what(log.read_text() if log.exists() else ""):
-        assert proc.poll() is None, log.read_text()[-4000:]
-        assert time.monotonic() < deadline, log.read_text()[-4000:]
-        time.sleep(0.2)
 
 
 def _source(server, db: str, table: str) -> tuple[list[str], list[tuple]]:
@@ -89,14 +81,14 @@ def test_ddl_workload_into_delta_killed_twice(server, tmp_path, request):
     # kill 1: after batch 3 reached Delta, before Spark committed it (it is replayed)
     proc = start_job(script, dict(cfg, hang_after=3), log)
     try:
-        _wait_for(log, proc, lambda _t: (tmp_path / "3").exists())
+        wait_for(log, proc, lambda _t: (tmp_path / "3").exists())
     finally:
         kill_group(proc)
     # kill 2: at a random point a few batches further
     seen = log.read_text().count("batch ")
     proc = start_job(script, cfg, log)
     try:
-        _wait_for(log, proc, lambda t: t.count("batch ") >= seen + 3)
+        wait_for(log, proc, lambda t: t.count("batch ") >= seen + 3)
         time.sleep(random.Random(7).uniform(0.2, 1.5))
     finally:
         kill_group(proc)
