@@ -373,8 +373,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end = snapshot.latest_offset(d, self.opts, start, max_rows)
             self._lag_report = {"snapshot": snapshot.progress(d)}
             return end
-        d.schema.restore(start, d.recorded(start))   # before d.offset: its GTID probe uses it
         s = d.offset(start)
+        d.schema.restore(start, s)
         target = d.master_status().key
         if d.available_now_end is not None:
             target = min(target, d.available_now_end)
@@ -499,10 +499,10 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         d = self.driver
         if snapshot.in_snapshot(start):
             return snapshot.partitions(d, self.opts, start, end)
-        d.schema.restore(start, d.recorded(start))   # before d.offset: its GTID probe uses it
         s, e = d.offset(start), d.offset(end)
         if s.same_place(e) or s.key >= e.key:
             return []
+        d.schema.restore(start, s)
         logs = d.binary_logs()
         if s.file not in dict(logs):
             err = d.purged(s.file, logs, context=f"batch start {s}")
