@@ -2,6 +2,6 @@
 ``DefaultSource``) and registers the ``binlog-cdc`` data source: no manual registration needed.
 """
 
-from streaming.source import BinlogCdcDataSource as DefaultSource
+from streaming.source.datasource import BinlogCdcDataSource as DefaultSource
 
 __all__ = ["DefaultSource"]

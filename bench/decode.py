@@ -9,7 +9,7 @@ tuples      binlog-cdc: files -> transactions -> decoded row tuples (``ev.decode
             the compiled row decoder when it is built (cdc.rows._rowdecode)
 tuples_py   the same, pure Python (BINLOG_CDC_DECODER=python)
 arrow       binlog-cdc: files -> Arrow RecordBatches of the Spark source's schema
-            (``streaming.batches.BatchBuilder``, JSON images: the default mode), 8192 rows each
+            (``streaming.source.batches.BatchBuilder``, JSON images: the default mode), 8192 rows each
 arrow_typed the same with typed images (``option table``: struct of the table's Spark types)
 delta       ``arrow`` batches streamed into a new Delta table (``deltalake.write_deltalake``)
 pmr         python-mysql-replication 1.0.17 from the live server (it cannot read files)
@@ -40,8 +40,8 @@ def _batches(files, typed: bool):
     from cdc.binlog.events import RowsEvent
     from cdc.binlog.files import read_events
     from cdc.binlog.transactions import assemble
-    from streaming.batches import BatchBuilder, record_batches
-    from streaming.schema import JSON_SCHEMA, typed_schema
+    from streaming.source.batches import BatchBuilder, record_batches
+    from streaming.contract.spark_schema import JSON_SCHEMA, typed_schema
     if typed:
         cols = next(ev.table.columns for ev in read_events(files)
                     if isinstance(ev, RowsEvent) and ev.table is not None)
@@ -118,7 +118,7 @@ def measure(method: str, files, **kw) -> dict:
 METHOD_ENV = {"tuples_py": {"BINLOG_CDC_DECODER": "python"}}
 
 _IMPORTS = {"tuples": ["cdc.binlog.files", "cdc.binlog.transactions", "cdc.binlog.gtid", "cdc.rows.compile"],
-            "arrow": ["cdc.binlog.files", "cdc.binlog.transactions", "cdc.binlog.gtid", "cdc.rows.compile", "streaming.batches",
+            "arrow": ["cdc.binlog.files", "cdc.binlog.transactions", "cdc.binlog.gtid", "cdc.rows.compile", "streaming.source.batches",
                       "pyarrow"],
             "pmr": ["pymysqlreplication", "pymysqlreplication.row_event"]}
 _IMPORTS["tuples_py"] = _IMPORTS["tuples"]

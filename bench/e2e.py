@@ -40,7 +40,7 @@ import tempfile
 import threading
 import time
 
-from streaming.options import UPSERT_FIELDS
+from streaming.contract.envelope import UPSERT_FIELDS
 
 SCALES = {
     "tiny": {"rows": {"inserts": 2000, "updates": 2000, "small_tx": 200, "wide": 500, "json": 500},
@@ -147,7 +147,7 @@ def _options(conn: dict, db: str, start_file: str, start_pos: int = 4, **extra) 
 
 
 def _upserter(conn: dict, root: str, app_id: str):
-    from streaming.delta import DeltaUpserter
+    from streaming.sinks.delta.upserter import DeltaUpserter
     return DeltaUpserter(root, host=conn["host"], port=conn["port"], user=conn["user"],
                          password=conn["password"], app_id=app_id)
 
@@ -239,7 +239,7 @@ def hand_written(conn, db, table, start_file, out, max_events) -> tuple[int, flo
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-    from streaming.delta import ServerColumns, arrow_schema
+    from streaming.sinks.delta.upserter import ServerColumns, arrow_schema
     from cdc.replica.config import ReplicaConfig
     cols = ServerColumns(ReplicaConfig(conn["host"], conn["port"], conn["user"], conn["password"]))
     info = cols(db, table)      # the schema a user would write by hand: not timed

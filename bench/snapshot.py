@@ -28,7 +28,7 @@ import tempfile
 import time
 
 from cdc.embedded import EmbeddedMariaDB
-from streaming.options import UPSERT_FIELDS
+from streaming.contract.envelope import UPSERT_FIELDS
 
 from .spark import session
 
@@ -82,7 +82,7 @@ def _reader(conn: dict, chunk_rows: int, client: str | None = None) -> tuple[int
 def _spark(spark, conn: dict, out: str, chk: str, chunk_rows: int,
            typed: bool = False) -> tuple[int, float]:
     """*typed*: option table (typed mode: row images as structs, no JSON on the way)."""
-    from streaming.delta import DeltaUpserter
+    from streaming.sinks.delta.upserter import DeltaUpserter
     up = DeltaUpserter(out, host=conn["host"], port=conn["port"], user=conn["user"],
                        password=conn["password"], app_id="bench")
     count = [0]

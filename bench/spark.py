@@ -13,7 +13,7 @@ import time
 
 
 def session(cores: int = 2):
-    from streaming.local_spark import local_spark
+    from streaming.apps.local_spark import local_spark
     return local_spark("binlog-cdc-bench", cores)
 
 

@@ -32,10 +32,10 @@ import pytest
 
 
 def _worker_python() -> str:
-    """What local sessions' workers run (streaming.local_spark.worker_python); the plain
+    """What local sessions' workers run (streaming.apps.local_spark.worker_python); the plain
     interpreter without PySpark."""
     try:
-        from streaming.local_spark import worker_python
+        from streaming.apps.local_spark import worker_python
     except ImportError:
         return sys.executable
     return worker_python()
@@ -277,7 +277,7 @@ def binlog_snapshot(mariadb: EmbeddedMariaDB, tmp_path: Path) -> Callable[..., l
 def spark():
     """A local SparkSession, one per test module (start-up costs several seconds)."""
     pytest.importorskip("pyspark")
-    from streaming.local_spark import local_spark
+    from streaming.apps.local_spark import local_spark
 
     session = local_spark("binlog-cdc-tests")
     yield session

@@ -9,7 +9,10 @@ Rules, read statically from the source (nothing is imported):
 3. Layers: ``cdc/`` imports neither ``streaming`` nor ``pyspark`` nor ``pyarrow`` (they are the
    ``spark`` extra); the sans-IO layers ``cdc.binlog``, ``cdc.values``, ``cdc.rows`` and
    ``cdc.positions`` import nothing of ``cdc.replica``, ``cdc.cli`` or ``cdc.embedded``;
-   ``cdc.replica`` imports nothing of ``cdc.cli``.
+   ``cdc.replica`` imports nothing of ``cdc.cli``. In ``streaming/`` (:data:`STREAMING_LAYERS`):
+   ``contract`` (what the source emits and the sinks consume) imports no other part of it, the
+   ``source`` and the ``sinks`` never import each other, and only ``apps`` (and the package's
+   re-exports) import the applications.
 4. No module over :data:`MAX_LINES` lines (C files and generated tables aside).
 """
 
@@ -25,6 +28,14 @@ MAX_LINES = 650
 SANS_IO = ("cdc.binlog", "cdc.values", "cdc.rows", "cdc.positions")
 IO_LAYERS = ("cdc.replica", "cdc.cli", "cdc.embedded")
 SPARK_ONLY = ("streaming", "pyspark", "pyarrow")
+#: the parts of ``streaming/`` and the parts each must not import
+STREAMING_LAYERS = {
+    "streaming.contract": ("streaming.source", "streaming.sinks", "streaming.apps",
+                           "streaming.metrics"),
+    "streaming.source": ("streaming.sinks", "streaming.apps"),
+    "streaming.sinks": ("streaming.source", "streaming.apps"),
+    "streaming.metrics": ("streaming.source", "streaming.sinks", "streaming.apps"),
+}
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -140,6 +151,9 @@ def problems(root: Path = ROOT) -> list[str]:
                 found.append(f"{rel}:{line}: the sans-IO layer {name} imports {target}")
             if _within(name, ("cdc.replica",)) and _within(target, ("cdc.cli",)):
                 found.append(f"{rel}:{line}: {name} imports the CLI ({target})")
+            for layer, banned in STREAMING_LAYERS.items():
+                if _within(name, (layer,)) and _within(target, banned):
+                    found.append(f"{rel}:{line}: {name} ({layer}) imports {target}")
         lines = path.read_text(encoding="utf-8").count("\n")
         if lines > MAX_LINES:
             found.append(f"{rel}: {lines} lines (more than {MAX_LINES}: split it by job)")

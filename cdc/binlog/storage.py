@@ -2,7 +2,7 @@
 
 :class:`BinlogFileReader <cdc.binlog.files.BinlogFileReader>` lists and reads its files through a
 ``Storage``: :data:`LOCAL` (the local disk, the default) or another implementation, such as the
-object-store one of the Spark source (:mod:`streaming.storage`: ``s3://``, ``gs://``,
+object-store one of the Spark source (:mod:`streaming.source.storage`: ``s3://``, ``gs://``,
 ``abfs://``, ``hdfs://`` and ``file://`` through ``pyarrow.fs``; the core package itself stays
 free of pyarrow).  A file is always read as a stream of chunks fed to the sans-IO parser: never
 a whole file in memory.

@@ -1,7 +1,7 @@
 """How far an initial snapshot has come, and how long the rest should take (sans-IO).
 
 The stream's offsets say only which tables are left and the last key delivered of the first
-one (:mod:`streaming.snapshot`); everything else lives in the memory of whoever plans the
+one (:mod:`streaming.source.snapshot`); everything else lives in the memory of whoever plans the
 batches (the Spark driver), so offsets stay deterministic: no clock, no rate in them.
 
 :class:`SnapshotProgress` is told each planned batch (its start, its end, the rows it holds as

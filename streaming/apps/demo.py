@@ -8,7 +8,7 @@ Steps (each one printed as it happens):
 1. a MariaDB server: a private one started with :class:`cdc.embedded.EmbeddedMariaDB` (needs the
    ``mariadb-server`` package), or the server at ``--host``: its user must be able to create the
    database ``cdc_demo`` and to replicate (REPLICATION SLAVE, REPLICATION CLIENT);
-2. a Spark stream (``binlog-cdc`` -> :class:`streaming.delta.DeltaUpserter`, a micro-batch every
+2. a Spark stream (``binlog-cdc`` -> :class:`streaming.sinks.delta.upserter.DeltaUpserter`, a micro-batch every
    half second at most) that upserts the changes into one Delta table per source table under
    ``--out``, reading the ``--existing`` orders with a snapshot first; once that is read,
 3. an order-processing workload in a background thread: customers sign up, orders are placed,
@@ -40,8 +40,8 @@ from pathlib import Path
 
 from cdc.errors import ConfigurationError
 from cdc.positions import Position
-from streaming.foreach_batch import spark_safe
-from streaming.options import UPSERT_FIELDS
+from streaming.sinks.foreach_batch import spark_safe
+from streaming.contract.envelope import UPSERT_FIELDS
 
 MARKER = ".binlog-cdc-demo"     # --out holds this file: the demo may clear the directory
 DB = "cdc_demo"
@@ -253,7 +253,7 @@ def start_stream(spark, server: Server, start: Position | None, out: Path, upser
 
 
 class TimedUpserter:
-    """The ``foreachBatch`` function: the :class:`~streaming.delta.DeltaUpserter`, and the lag of
+    """The ``foreachBatch`` function: the :class:`~streaming.sinks.delta.upserter.DeltaUpserter`, and the lag of
     each batch: from the binlog time of its last change (``ts_ms``: whole seconds, so the real
     lag lies in a range 1 s wide) to the end of its Delta commit."""
 
@@ -483,7 +483,7 @@ class Demo:
                 f"{start.file}:{start.pos}")
 
         say("starting Spark (local[2]) ...")
-        from streaming.local_spark import local_spark
+        from streaming.apps.local_spark import local_spark
         self.spark = spark = local_spark("binlog-cdc-demo")
         from streaming.apps.runtime import quiet_query_errors
         quiet_query_errors(spark)         # a failed stream is told in one line, below
@@ -491,7 +491,7 @@ class Demo:
             from streaming.metrics import start_metrics
             self.listener = start_metrics(spark, port=args.metrics_port)
             say(f"Prometheus metrics on http://127.0.0.1:{self.listener.port}/metrics")
-        from streaming.delta import DeltaUpserter
+        from streaming.sinks.delta.upserter import DeltaUpserter
         r = server.replication
         timed = TimedUpserter(DeltaUpserter(out / "delta", host=r["host"], port=r["port"],
                                             user=r["user"], password=r["password"],

@@ -94,8 +94,8 @@ class JobConfig:
 
     def source_options(self):
         """The ``[source]`` options parsed by the source's own parser
-        (:class:`streaming.options.SourceOptions`); raises its :class:`ConfigurationError`."""
-        from streaming.options import SourceOptions
+        (:class:`streaming.source.options.SourceOptions`); raises its :class:`ConfigurationError`."""
+        from streaming.source.options import SourceOptions
         return SourceOptions.parse(self.source, streaming=True)
 
 
@@ -179,7 +179,8 @@ def _text(section: str, table: dict, key: str, required: bool = False) -> str | 
 
 
 def _source(table: dict) -> dict[str, str]:
-    from streaming.options import OPTIONS, UPSERT_FIELDS
+    from streaming.contract.envelope import UPSERT_FIELDS
+    from streaming.source.options import OPTIONS
     for key in table:
         if key in BATCH_ONLY:
             raise ConfigurationError(f"[source] {key} is for batch reads of binlog files "
@@ -285,7 +286,7 @@ def checks(cfg: JobConfig) -> list:
 
 def start(spark, cfg: JobConfig, upserter=None):
     """Start the streaming query of *cfg* (foreachBatch into a DeltaUpserter); returns it."""
-    from streaming.delta import DeltaUpserter
+    from streaming.sinks.delta.upserter import DeltaUpserter
     if upserter is None:
         # the upserter reaches the server exactly as the stream does (TLS settings included)
         config = cfg.source_options().replica_config()
@@ -417,7 +418,7 @@ def session_settings(cfg: JobConfig) -> dict[str, str]:
     """The Spark settings of a session the job starts: no console progress bars (they would mix
     with the job's lines), a checkpoint on a local disk or HDFS written with the faster
     FileSystem checkpoint writer, then ``[spark]`` (which wins; ``master`` aside)."""
-    from streaming.local_spark import FILE_SYSTEM_CHECKPOINTS, renames_atomically
+    from streaming.apps.local_spark import FILE_SYSTEM_CHECKPOINTS, renames_atomically
     settings = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false",
                 # Spark's warnings (a batch falling behind, a batch interrupted by the stop)
                 # would mix with the job's lines, which say as much
@@ -436,7 +437,7 @@ def _session(cfg: JobConfig):
     error itself)."""
     from pyspark.sql import SparkSession
     from streaming.apps.runtime import quiet_query_errors
-    from streaming.local_spark import worker_python
+    from streaming.apps.local_spark import worker_python
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
@@ -449,7 +450,7 @@ def _session(cfg: JobConfig):
     b = SparkSession.builder.appName(cfg.query_name or "binlog-cdc-job").master(master)
     settings = session_settings(cfg)
     if master.startswith("local") and "spark.driver.extraJavaOptions" not in settings:
-        from streaming.local_spark import quiet_start
+        from streaming.apps.local_spark import quiet_start
         settings.update(quiet_start())
     for k, v in settings.items():
         b = b.config(k, v)

@@ -30,8 +30,8 @@ pytestmark = [pytest.mark.server, pytest.mark.spark]
 
 JOB = textwrap.dedent("""
     import json, sys
-    from streaming.local_spark import local_spark
-    from streaming.delta import DeltaUpserter
+    from streaming.apps.local_spark import local_spark
+    from streaming.sinks.delta.upserter import DeltaUpserter
 
     cfg = json.loads(sys.argv[1])
     spark = local_spark("delta-fault-test")

@@ -355,7 +355,7 @@ def test_a_query_stopped_in_the_middle_of_a_delta_batch_stops_cleanly(spark, mar
     it. (The failure's text, a Java stack trace quoted in the Python one, once overflowed the
     stack of Spark's query thread: a StackOverflowError ended the query with no exception and
     the status of a batch still running.)"""
-    from streaming.delta import DeltaUpserter
+    from streaming.sinks.delta.upserter import DeltaUpserter
     p = mariadb.cdc_params()
     up = DeltaUpserter(tmp_path / "delta", host=p["host"], port=p["port"], user=p["user"],
                        password=p["password"], app_id="stopped-mid-batch")

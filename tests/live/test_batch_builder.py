@@ -1,4 +1,4 @@
-"""streaming.batches.BatchBuilder (columnar, per rows event, generated JSON renderers) gives the
+"""streaming.source.batches.BatchBuilder (columnar, per rows event, generated JSON renderers) gives the
 same Arrow batches as the straightforward construction, one RowChange at a time, on real binlogs
 of the harness's MariaDB: many column types, NULLs, zero dates, inserts/updates/deletes, a table
 without primary key, a composite key in non-column order, MINIMAL and NOBLOB images (ABSENT
@@ -25,9 +25,9 @@ from cdc.binlog.files import read_events  # noqa: E402
 from cdc.values.render import (compile_json_pair_renderer, compile_json_renderer, row_json,  # noqa: E402
                         to_json_text)
 from cdc.binlog.transactions import TableFilter, assemble  # noqa: E402
-from streaming import offsets  # noqa: E402
-from streaming.batches import BatchBuilder, record_batches  # noqa: E402
-from streaming.schema import JSON_SCHEMA, spark_column, typed_schema, with_fields  # noqa: E402
+from streaming.contract import envelope as offsets  # noqa: E402
+from streaming.source.batches import BatchBuilder, record_batches  # noqa: E402
+from streaming.contract.spark_schema import JSON_SCHEMA, spark_column, typed_schema, with_fields  # noqa: E402
 
 pytestmark = pytest.mark.servers
 

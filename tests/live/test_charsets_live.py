@@ -183,7 +183,7 @@ def test_query_text_of_a_latin1_connection(mariadb, db, binlog_snapshot, row_dec
 def test_invalid_text_in_typed_arrow_and_json(row_decoder):
     pa = pytest.importorskip("pyarrow")
     pytest.importorskip("pyspark")
-    from streaming.schema import spark_column
+    from streaming.contract.spark_schema import spark_column
     from cdc.binlog.constants import ColumnType as T
     from cdc.values.types import ColumnDef
 

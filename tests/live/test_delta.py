@@ -1,4 +1,4 @@
-"""Delta upserts from foreachBatch (:mod:`streaming.delta`) against the real MariaDB of the
+"""Delta upserts from foreachBatch (:mod:`streaming.sinks.delta.upserter`) against the real MariaDB of the
 harness, a local Spark and real Delta tables (delta-rs).
 
 What is checked: a two-table workload (inserts, repeated updates of one key in one batch, deletes,
@@ -28,7 +28,7 @@ from pyspark.errors import StreamingQueryException  # noqa: E402
 
 from cdc.errors import ConfigurationError, SchemaError  # noqa: E402
 from cdc.values.render import time_text  # noqa: E402
-from streaming.delta import DeltaUpserter  # noqa: E402
+from streaming.sinks.delta.upserter import DeltaUpserter  # noqa: E402
 
 from support.processes import DELTA_JOB, kill_group, start_job  # noqa: E402
 from support.spark_support import source_options  # noqa: E402

@@ -1,4 +1,4 @@
-"""DeltaUpserter follows DDL as the source server does (streaming.delta_schema): each DDL runs on
+"""DeltaUpserter follows DDL as the source server does (streaming.sinks.delta.ddl): each DDL runs on
 the harness's MariaDB over a table with rows, the same change reaches the upserter as a
 hand-built schema-change record (the format of the source's includeSchemaChanges), and the Delta
 table must equal ``SELECT *`` afterwards -- columns in order, and the values existing rows got
@@ -15,7 +15,7 @@ deltalake = pytest.importorskip("deltalake")
 pa = pytest.importorskip("pyarrow")
 
 from cdc.values.render import to_json_text  # noqa: E402
-from streaming.delta import DeltaUpserter  # noqa: E402
+from streaming.sinks.delta.upserter import DeltaUpserter  # noqa: E402
 
 pytestmark = [pytest.mark.server]
 

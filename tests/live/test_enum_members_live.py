@@ -17,7 +17,7 @@ from deltalake import DeltaTable  # noqa: E402
 
 from cdc.replica.sql import connect  # noqa: E402
 from cdc.replica.config import ReplicaConfig  # noqa: E402
-from streaming.catalog import columns_from_server  # noqa: E402
+from streaming.contract.tables import columns_from_server  # noqa: E402
 
 from support.spark_support import source_options, typed_upserts  # noqa: E402
 
@@ -63,7 +63,7 @@ def _config(server) -> ReplicaConfig:
 
 @pytest.mark.servers("mysql-9.7")
 def test_typed_columns_read_members_on_mysql(server):
-    """The typed-mode column reader (a plain connection, as streaming.catalog is given) on MySQL:
+    """The typed-mode column reader (a plain connection, as streaming.contract.tables is given) on MySQL:
     the members information_schema garbles come from the rows holding them."""
     _setup(server)
     raw = server.execute("SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE "

@@ -67,8 +67,8 @@ def test_replica_client_first_connect_fails_at_once(host, closed_port):
 @pytest.mark.parametrize("host", ["127.0.0.1", UNKNOWN_HOST])
 def test_spark_source_fails_at_once(host, closed_port):
     pytest.importorskip("pyspark")
-    from streaming.source import BinlogCdcDataSource
-    from streaming.schema import JSON_SCHEMA
+    from streaming.source.datasource import BinlogCdcDataSource
+    from streaming.contract.spark_schema import JSON_SCHEMA
     source = BinlogCdcDataSource({"host": host, "port": str(closed_port), "user": "cdc",
                                   "password": "x"})
     reader = source.streamReader(JSON_SCHEMA)

@@ -15,9 +15,9 @@ pytest.importorskip("pyspark")
 from cdc.errors import AuthenticationError, ConfigurationError  # noqa: E402
 from cdc.replica.client import ReplicaClient  # noqa: E402
 from cdc.replica.config import ReplicaConfig, SslOptions  # noqa: E402
-from streaming.delta import DeltaUpserter  # noqa: E402
-from streaming.driver import Driver  # noqa: E402
-from streaming.options import SourceOptions  # noqa: E402
+from streaming.sinks.delta.upserter import DeltaUpserter  # noqa: E402
+from streaming.source.driver import Driver  # noqa: E402
+from streaming.source.options import SourceOptions  # noqa: E402
 
 from support.fake_source import (BinlogFile, EventBuilder, FakeSource, Table,  # noqa: E402
                                  parse_dump)
@@ -119,8 +119,8 @@ class EndsEarlyOnce(FakeSource):
 
 
 def test_a_task_whose_dump_ends_before_the_chunk_end_reads_on(caplog):
-    from streaming.schema import JSON_SCHEMA
-    from streaming.source import BinlogChunk, BinlogStreamReader
+    from streaming.contract.spark_schema import JSON_SCHEMA
+    from streaming.source.datasource import BinlogChunk, BinlogStreamReader
 
     b, t = EventBuilder(), Table()
     uuid = b.uuid

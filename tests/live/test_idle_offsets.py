@@ -95,7 +95,7 @@ def _driver_scan(opts: dict, offset: Position) -> tuple[float, dict]:
     driver (its binlog scan from there to the end), timed. Returns (seconds, its offset)."""
     from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-    from streaming.source import BinlogCdcDataSource
+    from streaming.source.datasource import BinlogCdcDataSource
 
     source = BinlogCdcDataSource(opts)
     reader = source.streamReader(source.schema())

@@ -392,7 +392,7 @@ def test_delta_tables_hold_the_servers_text(mysql_json, spark, tmp_path, mode):
 
     from test_delta import run_available_now
 
-    from streaming.delta import DeltaUpserter
+    from streaming.sinks.delta.upserter import DeltaUpserter
     from tests.support.spark_support import source_options
 
     s = mysql_json.server

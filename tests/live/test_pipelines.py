@@ -1,4 +1,4 @@
-"""AutoCDC for real: ``spark-pipelines run`` of conf/pipeline.example (streaming.pipelines, the
+"""AutoCDC for real: ``spark-pipelines run`` of conf/pipeline.example (streaming.apps.pipelines, the
 flat layout) against the embedded MariaDB, into the test-only MERGE-capable catalog of
 tests/support/merge_catalog (compiled here with javac; skipped with the reason without one)."""
 
@@ -149,7 +149,7 @@ PAIRS = ["a", "b", "v"]
 
 HISTORY_FLOWS = """
 import os
-from streaming.pipelines import auto_cdc_flows
+from streaming.apps.pipelines import auto_cdc_flows
 env = os.environ.get
 auto_cdc_flows(spark, tables=env("BINLOG_CDC_TABLES"), scd_type=2,  # noqa: F821
                target="{db}_{table}_history", view="{db}_{table}_changes_history",

@@ -19,7 +19,7 @@ pyspark = pytest.importorskip("pyspark")
 
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows  # noqa: E402
 
-from streaming.source import BinlogCdcDataSource  # noqa: E402
+from streaming.source.datasource import BinlogCdcDataSource  # noqa: E402
 from support.spark_support import batch_rows, fresh_database, source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark]

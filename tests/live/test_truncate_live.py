@@ -20,7 +20,7 @@ pytest.importorskip("deltalake")
 
 from deltalake import DeltaTable  # noqa: E402
 
-from streaming.delta import DeltaUpserter  # noqa: E402
+from streaming.sinks.delta.upserter import DeltaUpserter  # noqa: E402
 
 from support.spark_support import source_options  # noqa: E402
 

@@ -21,8 +21,8 @@ pytest.importorskip("deltalake")
 from deltalake import DeltaTable  # noqa: E402
 from pyspark.sql.streaming.datasource import ReadAllAvailable  # noqa: E402
 
-from streaming.delta import DeltaUpserter  # noqa: E402
-from streaming.source import BinlogCdcDataSource  # noqa: E402
+from streaming.sinks.delta.upserter import DeltaUpserter  # noqa: E402
+from streaming.source.datasource import BinlogCdcDataSource  # noqa: E402
 
 from support.spark_support import source_options  # noqa: E402
 from support.xa_workload import (EXPECTED, FIRST, first_part, make_table,  # noqa: E402

@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 #: a kill -9 between the Delta commit and Spark's). Prints ``batch N`` per batch, ``done``.
 DELTA_JOB = textwrap.dedent("""
     import json, os, sys, time
-    from streaming.local_spark import local_spark
-    from streaming.delta import DeltaUpserter
+    from streaming.apps.local_spark import local_spark
+    from streaming.sinks.delta.upserter import DeltaUpserter
 
     cfg = json.loads(sys.argv[1])
     spark = local_spark("delta-kill-test")

@@ -13,7 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from streaming.local_spark import local_spark  # noqa: E402
+from streaming.apps.local_spark import local_spark  # noqa: E402
 
 
 def main() -> None:

@@ -18,10 +18,10 @@ def source_options(mariadb, db: str, start, **extra) -> dict:
 
 def typed_upserts(spark, server, options: dict, tmp_path, image):
     """A typed-mode stream of *options* into Delta tables under ``tmp_path/"delta"`` through a
-    :class:`~streaming.delta.DeltaUpserter` (availableNow, one checkpoint): ``(run, images,
+    :class:`~streaming.sinks.delta.upserter.DeltaUpserter` (availableNow, one checkpoint): ``(run, images,
     types)``. ``run()`` drains the stream; ``images``: ``{id: image(after struct)}`` of what it
     delivered (deleted ids removed); ``types``: the after struct's Spark types by column."""
-    from streaming.delta import DeltaUpserter
+    from streaming.sinks.delta.upserter import DeltaUpserter
 
     p = server.cdc_params()
     up = DeltaUpserter(tmp_path / "delta", host=p["host"], port=p["port"], user=p["user"],

@@ -1,4 +1,4 @@
-"""DeltaUpserter's fast path (JSON images read by pyarrow's JSON reader, streaming.json_images)
+"""DeltaUpserter's fast path (JSON images read by pyarrow's JSON reader, streaming.sinks.json_images)
 gives exactly the last-change-per-key table of the per-value path, for random change sequences
 (inserts, snapshot rows, updates that change the primary key, deletes), and steps aside where it
 cannot read a value exactly."""
@@ -17,8 +17,8 @@ pytest.importorskip("pyspark")
 from cdc.binlog.constants import ColumnType as T  # noqa: E402
 from cdc.values.render import row_json  # noqa: E402
 from cdc.values.types import ColumnDef  # noqa: E402
-from streaming.delta import DeltaUpserter, TableInfo  # noqa: E402
-from streaming.json_images import NotFast  # noqa: E402
+from streaming.sinks.delta.upserter import DeltaUpserter, TableInfo  # noqa: E402
+from streaming.sinks.json_images import NotFast  # noqa: E402
 
 UTF8MB4 = 45
 

@@ -17,7 +17,7 @@ deltalake = pytest.importorskip("deltalake")
 
 from cdc.binlog.constants import ColumnType as T  # noqa: E402
 from cdc.values.render import row_json  # noqa: E402
-from streaming.delta import DeltaUpserter, TableInfo  # noqa: E402
+from streaming.sinks.delta.upserter import DeltaUpserter, TableInfo  # noqa: E402
 
 from test_delta_fast_path import _changes, _col  # noqa: E402
 from test_delta_fast_path import COLUMNS as WIDE  # noqa: E402
@@ -89,7 +89,7 @@ def test_pickled_state_has_no_handles(tmp_path):
 def test_upserts_equal_the_per_value_path(tmp_path, seed, monkeypatch):
     """Three batches of random changes (key changes, deletes), Arrow path vs per-value path
     (a table whose read_schema is None) into two roots: the same Delta rows."""
-    import streaming.delta as delta
+    import streaming.sinks.delta.upserter as delta
     used = []
 
     def spy(*a, **kw):

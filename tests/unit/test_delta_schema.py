@@ -1,4 +1,4 @@
-"""DeltaUpserter follows the source's DDL (streaming.delta_schema): hand-built batches with
+"""DeltaUpserter follows the source's DDL (streaming.sinks.delta.ddl): hand-built batches with
 schema-change records (op 's', the ``schema_change`` JSON column of the source's option
 includeSchemaChanges) applied in seq order with the rows, checked against the Delta table's rows
 and schema; a replayed batch applies nothing twice; what cannot be applied stops before anything
@@ -19,7 +19,7 @@ from cdc.binlog.constants import ColumnType as T  # noqa: E402
 from cdc.errors import ConfigurationError, SchemaError  # noqa: E402
 from cdc.values.render import to_json_text  # noqa: E402
 from cdc.values.types import ColumnDef  # noqa: E402
-from streaming.delta import DeltaUpserter, TableInfo  # noqa: E402
+from streaming.sinks.delta.upserter import DeltaUpserter, TableInfo  # noqa: E402
 
 UTF8MB4 = 45
 DB = "shop"

@@ -1,5 +1,5 @@
-"""The flat (AutoCDC-ready) layout: :mod:`streaming.layout` on Arrow record batches of the typed
-envelope, built by the real :class:`streaming.batches.BatchBuilder` from synthetic transactions."""
+"""The flat (AutoCDC-ready) layout: :mod:`streaming.contract.flat` on Arrow record batches of the typed
+envelope, built by the real :class:`streaming.source.batches.BatchBuilder` from synthetic transactions."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ pytest.importorskip("pyspark")
 from cdc.binlog.constants import ColumnType as T  # noqa: E402
 from cdc.errors import ConfigurationError, SchemaError  # noqa: E402
 from cdc.values.types import ColumnDef  # noqa: E402
-from streaming.batches import BatchBuilder  # noqa: E402
-from streaming.layout import META_COLUMNS, flat_schema, flatten, flatten_batches  # noqa: E402
-from streaming.options import SourceOptions  # noqa: E402
-from streaming.schema import typed_schema  # noqa: E402
+from streaming.source.batches import BatchBuilder  # noqa: E402
+from streaming.contract.flat import META_COLUMNS, flat_schema, flatten, flatten_batches  # noqa: E402
+from streaming.source.options import SourceOptions  # noqa: E402
+from streaming.contract.spark_schema import typed_schema  # noqa: E402
 
 
 def col(i, name, type_code, meta=None, pk=False, nullable=True):
@@ -155,7 +155,7 @@ def test_option_layout():
 
 
 def test_auto_cdc_flows_argument_errors_before_any_connection():
-    from streaming.pipelines import auto_cdc_flows
+    from streaming.apps.pipelines import auto_cdc_flows
     with pytest.raises(ConfigurationError, match="scd_type must be 1 or 2"):
         auto_cdc_flows(None, "shop.*", scd_type=3, host="127.0.0.1", user="u")
     with pytest.raises(ConfigurationError, match="option table is set per table"):

@@ -1,4 +1,4 @@
-"""streaming.foreach_batch: what a foreachBatch function's exception becomes before Spark reads it
+"""streaming.sinks.foreach_batch: what a foreachBatch function's exception becomes before Spark reads it
 (the live check, a query stopped in the middle of a Delta batch, is in tests/live/test_apps.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from cdc.errors import ConfigurationError
 from streaming.apps.runtime import cdc_error
-from streaming.foreach_batch import MAX_TEXT, ForeachBatchError, for_spark, spark_safe
+from streaming.sinks.foreach_batch import MAX_TEXT, ForeachBatchError, for_spark, spark_safe
 
 FRAMES = "".join(f"\tat org.apache.spark.scheduler.DAGScheduler.step{i}(DAGScheduler.scala:{i})\n"
                  for i in range(120))

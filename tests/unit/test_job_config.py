@@ -10,7 +10,7 @@ pytest.importorskip("pyspark")
 
 from cdc.errors import ConfigurationError  # noqa: E402
 from streaming.apps.job import load_config  # noqa: E402
-from streaming.options import UPSERT_FIELDS  # noqa: E402
+from streaming.contract.envelope import UPSERT_FIELDS  # noqa: E402
 
 GOOD = """
 [source]
@@ -115,7 +115,7 @@ def test_the_valid_base_config_loads(tmp_path):
 
 
 @pytest.mark.parametrize("section, key, value, message", [
-    # [source]: the very parser of the Spark source (streaming.options.SourceOptions)
+    # [source]: the very parser of the Spark source (streaming.source.options.SourceOptions)
     ("source", "maxEventsPerTriger", "5",
      r"\[source\] unknown key 'maxEventsPerTriger' \(did you mean maxEventsPerTrigger\?\)"),
     ("source", "port", "'abc'", r"\[source\] option port must be an integer, not 'abc'"),
@@ -237,7 +237,7 @@ def test_the_job_turns_schema_changes_on_unless_told_otherwise(tmp_path, extra, 
 def test_local_and_hdfs_checkpoints_get_the_file_system_checkpoint_writer(tmp_path, checkpoint,
                                                                          fast):
     from streaming.apps.job import session_settings
-    from streaming.local_spark import FILE_SYSTEM_CHECKPOINTS
+    from streaming.apps.local_spark import FILE_SYSTEM_CHECKPOINTS
     secret = tmp_path / "pw"
     secret.write_text("x")
     text = GOOD.format(secret=secret).replace('checkpoint = "/tmp/c"',

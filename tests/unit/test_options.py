@@ -1,4 +1,4 @@
-"""streaming.options: the Spark source's options, parsed and checked once, and the one
+"""streaming.source.options: the Spark source's options, parsed and checked once, and the one
 ReplicaConfig they become (no Spark, no server)."""
 
 import pickle
@@ -8,7 +8,8 @@ import pytest
 from cdc.errors import ConfigurationError
 from cdc.positions import Start
 from cdc.replica.config import ReplicaConfig, SslOptions
-from streaming.options import ENVELOPE_FIELDS, OPTIONS, SourceOptions
+from streaming.contract.envelope import ENVELOPE_FIELDS
+from streaming.source.options import OPTIONS, SourceOptions
 
 BASE = {"host": "db1", "user": "cdc", "password": "s3cret"}
 
@@ -70,7 +71,7 @@ def test_bad_values_say_which_option_and_what_it_takes(kw, message):
 
 
 def test_fields_keep_the_envelope_order_and_always_op():
-    from streaming.schema import JSON_SCHEMA
+    from streaming.contract.spark_schema import JSON_SCHEMA
     assert tuple(JSON_SCHEMA.fieldNames()) == ENVELOPE_FIELDS
     assert parse(fields="seq, after,before").fields == ("op", "before", "after", "seq")
     assert parse().fields is None

@@ -1,4 +1,4 @@
-"""streaming.planning: offsets and chunks from made-up transaction boundaries (no Spark, no
+"""streaming.source.planning: offsets and chunks from made-up transaction boundaries (no Spark, no
 server)."""
 
 import pytest
@@ -6,7 +6,7 @@ import pytest
 from cdc.binlog.gtid import GtidSet
 from cdc.binlog.xa import Prepared
 from cdc.positions import Position
-from streaming.planning import (Boundary, Chunk, after_anchor, choose, decided_in,
+from streaming.source.planning import (Boundary, Chunk, after_anchor, choose, decided_in,
                                 delivered_before, delivers_nothing, holds_quiet, lag_report,
                                 need_scan, plan_chunks, quiet_until, skip_set)
 

@@ -262,8 +262,8 @@ def test_transactions_carry_the_records_in_order_and_the_cli_prints_them():
 
 def test_batch_builder_rows_for_schema_changes():
     pytest.importorskip("pyspark")
-    from streaming.batches import BatchBuilder, record_batches
-    from streaming.schema import JSON_SCHEMA, with_schema_changes
+    from streaming.source.batches import BatchBuilder, record_batches
+    from streaming.contract.spark_schema import JSON_SCHEMA, with_schema_changes
     txs = _stream(["CREATE TABLE t (id INT PRIMARY KEY)", "DROP TABLE t"])
     rows = [r for b in record_batches(txs, BatchBuilder(with_schema_changes(JSON_SCHEMA)))
             for r in b.to_pylist()]
@@ -282,8 +282,8 @@ def test_batch_builder_rows_for_schema_changes():
 def test_typed_mode_stops_only_at_a_change_after_its_shape_was_read():
     pytest.importorskip("pyspark")
     from cdc.errors import SchemaError
-    from streaming.batches import BatchBuilder, record_batches
-    from streaming.schema import typed_schema
+    from streaming.source.batches import BatchBuilder, record_batches
+    from streaming.contract.spark_schema import typed_schema
     txs = _stream(["CREATE TABLE k (id INT PRIMARY KEY)", "ALTER TABLE k ADD COLUMN a INT",
                    "ALTER TABLE k ADD COLUMN b INT"])
     shapes = [[c.column_def(i) for i, c in enumerate(tx.schema_changes[0].change.columns)]

@@ -1,4 +1,4 @@
-"""Binlog files through a storage layer (cdc.binlog.storage, streaming.storage): listing on any
+"""Binlog files through a storage layer (cdc.binlog.storage, streaming.source.storage): listing on any
 filesystem, streamed reads (never a whole file), file:// URLs through pyarrow.fs, the fs.*
 options, and paths resolved on the driver (issue 17, items 4 and 6)."""
 
@@ -164,10 +164,10 @@ def test_urls_on_the_local_reader_and_the_cli(tmp_path):
     assert "Traceback" not in r.stderr
 
 
-# --- pyarrow.fs (streaming.storage) -------------------------------------------------------------
+# --- pyarrow.fs (streaming.source.storage) -------------------------------------------------------------
 
 pytest.importorskip("pyarrow")
-from streaming.storage import ArrowStorage, redacted, storage_for, storage_settings  # noqa: E402
+from streaming.source.storage import ArrowStorage, redacted, storage_for, storage_settings  # noqa: E402
 
 
 def test_file_urls_read_through_pyarrow_fs_equal_the_local_read(tmp_path):
@@ -205,8 +205,8 @@ def test_fs_options_become_pyarrow_keywords_and_secrets_are_redacted():
 # --- the Spark source's options and partitions (driver side, no session) ------------------------
 
 pytest.importorskip("pyspark")
-from streaming.options import SourceOptions  # noqa: E402
-from streaming.source import FileBatchReader  # noqa: E402
+from streaming.source.options import SourceOptions  # noqa: E402
+from streaming.source.datasource import FileBatchReader  # noqa: E402
 
 
 def test_relative_paths_are_resolved_on_the_driver(tmp_path, monkeypatch):

@@ -30,7 +30,7 @@ from cdc.replica.client import ReplicaClient
 from cdc.replica.config import SSL_MODES, ReplicaConfig, RetryPolicy, SslOptions
 from cdc.replica.packets import MAX_PAYLOAD, PacketReader
 from cdc.replica.sql import SqlSession, mysql_error
-from streaming.options import SourceOptions
+from streaming.source.options import SourceOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = {"host": "db1", "user": "cdc", "password": "s3cret"}

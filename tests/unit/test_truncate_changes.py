@@ -269,8 +269,8 @@ def _seq(tx, row: int) -> str:
 
 def test_batches_json_mode_carry_the_truncate_in_order():
     pytest.importorskip("pyspark")
-    from streaming.batches import BatchBuilder, record_batches
-    from streaming.schema import JSON_SCHEMA
+    from streaming.source.batches import BatchBuilder, record_batches
+    from streaming.contract.spark_schema import JSON_SCHEMA
     txs = transactions(WORKLOAD)
     rows = [r for b in record_batches(txs, BatchBuilder(JSON_SCHEMA)) for r in b.to_pylist()]
     assert [(r["op"], r["before"], r["after"], r["key"]) for r in rows] == [
@@ -290,8 +290,8 @@ def test_batches_json_mode_carry_the_truncate_in_order():
 
 def test_a_truncate_only_transaction_is_delivered():
     pytest.importorskip("pyspark")
-    from streaming.batches import BatchBuilder, record_batches
-    from streaming.schema import JSON_SCHEMA
+    from streaming.source.batches import BatchBuilder, record_batches
+    from streaming.contract.spark_schema import JSON_SCHEMA
     txs = transactions([mysql_gtid(5), query("TRUNCATE TABLE items")])
     batches = list(record_batches(txs, BatchBuilder(JSON_SCHEMA)))
     assert [b.num_rows for b in batches] == [1]
@@ -300,8 +300,8 @@ def test_a_truncate_only_transaction_is_delivered():
 
 def test_batches_follow_the_changes_and_split_anywhere():
     pytest.importorskip("pyspark")
-    from streaming.batches import BatchBuilder, record_batches
-    from streaming.schema import JSON_SCHEMA
+    from streaming.source.batches import BatchBuilder, record_batches
+    from streaming.contract.spark_schema import JSON_SCHEMA
     evs = [query("BEGIN"), table_map(77, "shop", "items"), write_rows(77, (1, "a"), (2, "b")),
            query("TRUNCATE items"), table_map(77, "shop", "items"),
            update_rows(77, ((3, "c"), (3, "d"))), query("TRUNCATE items"),
@@ -318,8 +318,8 @@ def test_batches_follow_the_changes_and_split_anywhere():
 
 def test_batches_typed_mode_have_null_images_for_the_truncate():
     pytest.importorskip("pyspark")
-    from streaming.batches import BatchBuilder, record_batches
-    from streaming.schema import typed_schema
+    from streaming.source.batches import BatchBuilder, record_batches
+    from streaming.contract.spark_schema import typed_schema
     txs = transactions(WORKLOAD, table_filter=TableFilter(["shop.items"]))
     cols = txs[0].rows_events[0].table.columns
     rows = [r for b in record_batches(txs, BatchBuilder(typed_schema(cols), cols))
@@ -339,8 +339,8 @@ def test_batches_typed_mode_have_null_images_for_the_truncate():
 def _arrow(evs, typed: bool, first=None):
     """The source's Arrow table for *evs* (what foreachBatch's DataFrame.toArrow() gives)."""
     import pyarrow as pa
-    from streaming.batches import BatchBuilder, record_batches
-    from streaming.schema import JSON_SCHEMA, typed_schema
+    from streaming.source.batches import BatchBuilder, record_batches
+    from streaming.contract.spark_schema import JSON_SCHEMA, typed_schema
     txs = transactions(evs, table_filter=TableFilter(["shop.items"]))
     cols = _columns()
     builder = BatchBuilder(typed_schema(cols), cols) if typed else BatchBuilder(JSON_SCHEMA)
@@ -353,7 +353,7 @@ def _columns():
 
 
 def _upserter(root, calls=None, fail=False):
-    from streaming.delta import DeltaUpserter, TableInfo
+    from streaming.sinks.delta.upserter import DeltaUpserter, TableInfo
 
     def columns(db, table):
         if calls is not None:
@@ -452,12 +452,12 @@ def test_delta_truncate_of_a_table_not_yet_in_delta(tmp_path):
 def test_typed_snapshot_rows_have_a_null_before_struct():
     """op r (snapshot) rows: before is null, not a struct of nulls (same mask as c and t)."""
     pytest.importorskip("pyspark")
-    from streaming.batches import BatchBuilder, record_batches
-    from streaming.schema import typed_schema
+    from streaming.source.batches import BatchBuilder, record_batches
+    from streaming.contract.spark_schema import typed_schema
     cols = _columns()
     tmap = transactions(insert_tx(1, "a"))[0].rows_events[0].table
 
-    class Read:             # a snapshot chunk's rows, as streaming.snapshot hands them over
+    class Read:             # a snapshot chunk's rows, as streaming.source.snapshot hands them over
         kind, partial, present_after = "read", False, None
         table, rows, present = tmap, [(1, "a"), (2, "b")], range(2)
 

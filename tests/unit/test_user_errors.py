@@ -14,7 +14,7 @@ import pytest
 from support.processes import closed_port
 
 from cdc.errors import ConfigurationError
-from streaming.options import SourceOptions
+from streaming.source.options import SourceOptions
 
 
 def _cli(*args: str, tmp_path=None) -> subprocess.CompletedProcess:

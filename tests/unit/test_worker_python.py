@@ -1,4 +1,4 @@
-"""The launcher a local session's Python workers run (streaming.local_spark.worker_python):
+"""The launcher a local session's Python workers run (streaming.apps.local_spark.worker_python):
 Spark's zips of PySpark and Py4J and its core jar off PYTHONPATH, everything else kept."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from streaming.local_spark import redundant_paths, worker_python  # noqa: E402
+from streaming.apps.local_spark import redundant_paths, worker_python  # noqa: E402
 
 PACKAGE = os.path.dirname(os.path.realpath(__import__("pyspark").__file__))
 

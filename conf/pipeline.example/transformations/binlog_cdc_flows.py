@@ -1,4 +1,4 @@
-"""One AutoCDC flow per table of a MySQL/MariaDB server (see streaming.pipelines).
+"""One AutoCDC flow per table of a MySQL/MariaDB server (see streaming.apps.pipelines).
 
 Settings come from the environment (the password: BINLOG_CDC_PASSWORD, read by the source
 itself, or BINLOG_CDC_PASSWORD_FILE):
@@ -10,7 +10,7 @@ itself, or BINLOG_CDC_PASSWORD_FILE):
 
 import os
 
-from streaming.pipelines import auto_cdc_flows
+from streaming.apps.pipelines import auto_cdc_flows
 
 env = os.environ.get
 extra = {"passwordFile": env("BINLOG_CDC_PASSWORD_FILE")} if env("BINLOG_CDC_PASSWORD_FILE") \

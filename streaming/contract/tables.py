@@ -1,6 +1,6 @@
 """Column definitions of a table read from the server's ``information_schema`` (a stream's typed
 mode): each column as the :class:`~cdc.values.types.ColumnDef` the binlog's TABLE_MAP would
-describe, so that :func:`streaming.schema.spark_column` types it the same way."""
+describe, so that :func:`streaming.contract.spark_schema.spark_column` types it the same way."""
 
 from __future__ import annotations
 

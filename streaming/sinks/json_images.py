@@ -1,5 +1,5 @@
 """JSON row images (the source's ``before``/``after`` texts) into Arrow columns in one pass of
-pyarrow's JSON reader: the fast path of :class:`streaming.delta.DeltaUpserter` (a Python
+pyarrow's JSON reader: the fast path of :class:`streaming.sinks.delta.upserter.DeltaUpserter` (a Python
 ``json.loads`` per image and a converter per value cost ~80 % of a micro-batch).
 
 Only for tables whose Delta columns the reader parses exactly as the upserter's per-value path

@@ -1,8 +1,8 @@
 """The DataFrame schema of the ``binlog-cdc`` source, and the Spark types of MySQL columns in typed
 mode (:func:`spark_column`, :func:`typed_schema`).
 
-Column definitions from ``information_schema`` are read by :mod:`streaming.catalog`; row changes
-become Arrow record batches of this schema in :mod:`streaming.batches`.
+Column definitions from ``information_schema`` are read by :mod:`streaming.contract.tables`; row changes
+become Arrow record batches of this schema in :mod:`streaming.source.batches`.
 
 Schema (one row per change, in binlog order)
 --------------------------------------------

@@ -1,7 +1,7 @@
 """The Delta table's types of source columns, and converters of row-image values to them:
-what :class:`streaming.delta.DeltaUpserter` writes.
+what :class:`streaming.sinks.delta.upserter.DeltaUpserter` writes.
 
-The types are typed mode's Spark types (:func:`streaming.schema.spark_column`) turned into
+The types are typed mode's Spark types (:func:`streaming.contract.spark_schema.spark_column`) turned into
 Arrow types, except ``TIME``: Delta has no interval type, so it is stored as its text
 ``[-]HH:MM:SS[.ffffff]``.
 """
@@ -25,7 +25,7 @@ from cdc.values.jsonb import json_to_text
 from cdc.values.render import document_of_image, time_text, to_json_text
 from cdc.values.types import ColumnDef
 
-from streaming.schema import spark_column
+from streaming.contract.spark_schema import spark_column
 
 __all__ = ["arrow_converter", "arrow_schema", "delta_spark_type", "json_converter",
            "parse_image", "typed_converter"]

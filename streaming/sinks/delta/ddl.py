@@ -1,4 +1,4 @@
-"""The source's DDL in the Delta tables of :class:`streaming.delta.DeltaUpserter`: the
+"""The source's DDL in the Delta tables of :class:`streaming.sinks.delta.upserter.DeltaUpserter`: the
 schema-change records of a batch (``op='s'`` rows with a ``schema_change`` JSON column, the
 source's option ``includeSchemaChanges``) applied in ``seq`` order with the batch's other changes.
 
@@ -48,7 +48,7 @@ from cdc.schema.ddl import CreateTable, parse_ddl
 from cdc.values.render import to_json_text
 from cdc.values.types import ColumnDef
 
-from streaming.delta_types import parse_image
+from streaming.sinks.delta.types import parse_image
 
 __all__ = ["SCHEMA_CHANGE", "DDL_SUFFIX", "apply_schema_changes", "record_columns",
            "implicit_default", "delta_shape"]

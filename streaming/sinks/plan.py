@@ -1,5 +1,5 @@
 """The last change per primary key of one table's changes, in Arrow compute (no per-row Python):
-the fast path of :class:`streaming.delta.DeltaUpserter` for JSON row images
+the fast path of :class:`streaming.sinks.delta.upserter.DeltaUpserter` for JSON row images
 (:func:`last_changes`) and for typed mode's struct images (:func:`last_changes_typed`: the
 structs' children are the columns, no JSON at all; 100k changes in ~0.1 s against ~0.6 s for
 JSON images and ~2 s for the per-value walk typed images took before).
@@ -16,7 +16,7 @@ in ``seq`` order (``_last_changes_fast``, kept as the reference the tests compar
   position order (the dict's insertion order of the reference).
 
 Keys are compared as Arrow values; a floating-point key (``-0.0 == 0.0`` in Python, not in a
-hash) raises :class:`~streaming.json_images.NotFast` so the caller takes the reference path.
+hash) raises :class:`~streaming.sinks.json_images.NotFast` so the caller takes the reference path.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streaming.json_images import NotFast, as_type, read_images
+from streaming.sinks.json_images import NotFast, as_type, read_images
 
 __all__ = ["by_table", "last_changes", "last_changes_typed", "last_truncate"]
 

@@ -1,7 +1,7 @@
 """The flat layout (option ``layout=flat``, with ``table=db.t``): the table's own columns at the
 top level, ready for a MERGE / AutoCDC flow keyed on the table's primary key.
 
-Each row of the typed envelope (:mod:`streaming.schema`) becomes one row (two for an update
+Each row of the typed envelope (:mod:`streaming.contract.spark_schema`) becomes one row (two for an update
 that changes the primary key) of this schema:
 
 ==============  =====================  ===========================================================
@@ -36,12 +36,11 @@ from typing import Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.datasource import DataSourceReader
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from cdc.errors import SchemaError
-from streaming.schema import SOURCE_TYPE, image_struct
+from streaming.contract.spark_schema import SOURCE_TYPE, image_struct
 
 #: The change metadata columns of the flat layout, after the table's columns.
 META_COLUMNS: dict[str, object] = {
@@ -126,17 +125,3 @@ def flatten_batches(batches: Iterable[pa.RecordBatch], columns) -> Iterator[pa.R
     for b in batches:
         f = flatten(b, keys)
         yield pa.RecordBatch.from_arrays(f.columns, schema=schema)
-
-
-class FlatBatchReader(DataSourceReader):
-    """A batch reader of the typed envelope (*inner*) giving the flat layout."""
-
-    def __init__(self, inner: DataSourceReader, columns):
-        self.inner = inner
-        self.columns = columns
-
-    def partitions(self):
-        return self.inner.partitions()
-
-    def read(self, partition) -> Iterator[pa.RecordBatch]:
-        return flatten_batches(self.inner.read(partition), self.columns)

@@ -37,7 +37,7 @@ from cdc.snapshot.plan import (SnapshotTable, count_rows, describe_table, estima
 from cdc.snapshot.progress import SnapshotProgress
 from cdc.snapshot.reader import SnapshotChunkReader, connect_for_snapshot
 
-from streaming.batches import BatchBuilder, record_batches
+from streaming.source.batches import BatchBuilder, record_batches
 
 __all__ = ["KEY", "in_snapshot", "initial_offset", "latest_offset", "partitions", "chunk_rows",
            "SnapshotChunk", "read_chunk", "progress", "SnapshotBatchReader"]
@@ -279,7 +279,7 @@ class SnapshotBatchReader(DataSourceReader):
         self.columns = columns
 
     def partitions(self):
-        from streaming.driver import Driver, preflight
+        from streaming.source.driver import Driver, preflight
         preflight(self.opts, snapshot=True, binlog=False)
         d = Driver(self.opts)
         try:

@@ -14,13 +14,13 @@ Batch (archived binlog files)::
 
     df = spark.read.format("binlog-cdc").load("/backups/binlogs/mysql-bin.*")
 
-Both give the schema documented in :mod:`streaming.schema`. The options are listed in
-:mod:`streaming.options`.
+Both give the schema documented in :mod:`streaming.contract.spark_schema`. The options are listed in
+:mod:`streaming.source.options`.
 
 How a stream works
 ------------------
-* Offsets are transaction boundaries (:mod:`streaming.offsets`); the planning arithmetic
-  is in :mod:`streaming.planning`, the driver's server queries in :mod:`streaming.driver`.
+* Offsets are transaction boundaries (:mod:`streaming.contract.envelope`); the planning arithmetic
+  is in :mod:`streaming.source.planning`, the driver's server queries in :mod:`streaming.source.driver`.
 * The driver-side reader only tracks positions: the end of the binlog (``SHOW BINARY LOG
   STATUS``, ``SHOW MASTER STATUS`` before MySQL 8.2), and the boundaries of the transactions
   after the last offset (one non-blocking replication connection reads them; row images are not
@@ -37,8 +37,8 @@ How a stream works
   transactions) is skipped, as ``COM_BINLOG_DUMP_GTID`` would skip it.
 * Failover: an offset read from another server resumes by its GTID state, never by its file
   position, and a server lacking transactions it delivered is refused
-  (:mod:`streaming.driver`).
-* Transactions of other tables only (:func:`streaming.planning.holds_quiet`) hold the offset
+  (:mod:`streaming.source.driver`).
+* Transactions of other tables only (:func:`streaming.source.planning.holds_quiet`) hold the offset
   until ``idleAdvanceBytes`` of them wait or ``idleAdvanceIntervalMs`` passed (a busy other
   database makes no micro-batch per trigger); a batch's tasks do not read them first.
 * Purged binlogs: with ``failOnDataLoss=true`` (default) the query stops with an error naming
@@ -46,11 +46,11 @@ How a stream works
 * The schema history (column names, charsets... of tables whose table maps lack them) is kept
   by the driver, carried in the offsets and given to each chunk as of its start: a restarted
   query decodes with the tables' shapes of its checkpoint's position
-  (:mod:`streaming.schema_history`).
+  (:mod:`streaming.source.schema_history`).
 * XA transactions (:mod:`cdc.binlog.xa`): a prepared one is delivered in the batch of its XA
   COMMIT, at the commit's place (``seq``, ``source``); an offset past an undecided XA PREPARE
   names it (``"xa"``), and the task whose chunk holds the decision reads the prepared
-  transaction again (:func:`streaming.planning.decided_in`). A replayed batch over several
+  transaction again (:func:`streaming.source.planning.decided_in`). A replayed batch over several
   files is scanned by the driver first, to know what is held where its files start.
 """
 
@@ -73,19 +73,20 @@ from cdc.positions import Position, Start, parse_gtid_state
 from cdc.replica.history_state import restore_history, use_history
 from cdc.replica.sql import ask_on, binlog_status, connect, resolve_start
 
-from streaming.batches import BatchBuilder, record_batches
-from streaming.bounded import BoundedBatchReader
-from streaming.catalog import columns_from_server
-from streaming.driver import Driver, preflight, replica_client
-from streaming.options import SourceOptions
-from streaming.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anchor, choose,
+from streaming.source.batches import BatchBuilder, record_batches
+from streaming.source.bounded import BoundedBatchReader
+from streaming.contract.tables import columns_from_server
+from streaming.source.driver import Driver, preflight, replica_client
+from streaming.source.options import SourceOptions
+from streaming.source.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anchor, choose,
                                 decided_in, delivered_before, delivers_nothing, holds_quiet,
                                 lag_report, skip_set, need_scan, plan_chunks,
                                 quiet_until)
-from streaming.layout import FlatBatchReader, flat_schema, flatten_batches
-from streaming.schema import JSON_SCHEMA, typed_schema, with_fields, with_schema_changes
-from streaming.storage import list_files, storage_for
-from streaming import snapshot
+from streaming.contract.flat import flat_schema, flatten_batches
+from streaming.source.flat_reader import FlatBatchReader
+from streaming.contract.spark_schema import JSON_SCHEMA, typed_schema, with_fields, with_schema_changes
+from streaming.source.storage import list_files, storage_for
+from streaming.source import snapshot
 
 log = logging.getLogger("binlog_cdc.spark")
 
@@ -103,8 +104,8 @@ def _older(file: str, than: str) -> bool:
 
 
 class BinlogCdcDataSource(DataSource):
-    """``format("binlog-cdc")``: see the module docstring, :mod:`streaming.schema` (the schema)
-    and :mod:`streaming.options` (the options)."""
+    """``format("binlog-cdc")``: see the module docstring, :mod:`streaming.contract.spark_schema` (the schema)
+    and :mod:`streaming.source.options` (the options)."""
 
     @classmethod
     def name(cls) -> str:
@@ -255,9 +256,9 @@ class FileBatchReader(DataSourceReader):
 class BinlogChunk(InputPartition):
     """Read transactions of ``file`` from ``start`` to ``end`` (a transaction boundary, or the
     file size: up to the file's end). ``skip_gtids``: a MySQL GTID set whose transactions are
-    not delivered (the batch start's set; see :func:`streaming.planning.skip_set`).
+    not delivered (the batch start's set; see :func:`streaming.source.planning.skip_set`).
     ``schema``: the stream's schema history as of ``start`` (None: not in use). ``xa``: the
-    prepared XA transactions to read again first (:func:`streaming.planning.decided_in`)."""
+    prepared XA transactions to read again first (:func:`streaming.source.planning.decided_in`)."""
 
     def __init__(self, index: int, file: str, start: int, end: int, to_file_end: bool,
                  skip_gtids: str | None = None, schema: dict | None = None, xa=()):
@@ -312,7 +313,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict:
         """Where the stream starts; the schema history is seeded there (see
-        :mod:`streaming.schema_history`)."""
+        :mod:`streaming.source.schema_history`)."""
         d = self.driver
         if self.opts.snapshot:
             first = snapshot.initial_offset(d, self.opts)

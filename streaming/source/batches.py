@@ -1,4 +1,4 @@
-"""Arrow record batches of the ``binlog-cdc`` source's schema (:mod:`streaming.schema`) from
+"""Arrow record batches of the ``binlog-cdc`` source's schema (:mod:`streaming.contract.spark_schema`) from
 committed transactions: :class:`BatchBuilder` and :func:`record_batches`."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from cdc.binlog.transactions import SchemaChangeAt, key_values
 from cdc.values.render import (compile_json_pair_renderer, compile_json_renderer, row_json,
                                to_json_text)
 
-from streaming.schema import IDENTITY_TYPES, SOURCE_TYPE, image_struct, spark_column
+from streaming.contract.spark_schema import IDENTITY_TYPES, SOURCE_TYPE, image_struct, spark_column
 
 
 class _TablePlan:
@@ -219,7 +219,7 @@ class BatchBuilder:
             yield
 
     def _prefix(self, file: str, pos: int) -> str:
-        """streaming.offsets.seq of a transaction, without the row index."""
+        """streaming.contract.envelope.seq of a transaction, without the row index."""
         number = self._file_numbers.get(file)
         if number is None:
             number = self._file_numbers[file] = binlog_file_number(file)
@@ -400,7 +400,7 @@ class BatchBuilder:
             "source": lambda: self._source(runs, s.field("source").type, server, file, pos,
                                            gtid, row, xid),
             # seq: "%010d" of the row index after the transaction's prefix
-            # (streaming.offsets.seq)
+            # (streaming.contract.envelope.seq)
             "seq": lambda: pc.binary_join_element_wise(
                 runs(prefix, pa.string()), pc.utf8_lpad(pc.cast(row, pa.string()), 10, "0"), ""),
             "schema_change": lambda: (pa.array([self.change_texts.get(i) for i in range(n)],

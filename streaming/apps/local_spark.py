@@ -34,7 +34,7 @@ def renames_atomically(location: str) -> bool:
 # per query (the stream reader). Measured on 2 cores (bench e2e's start run, interleaved): first
 # batch 10.7-11.8 s -> 6.4-6.8 s on a fresh session, 1.6-1.7 s -> 1.0 s on a warm one.
 _LAUNCHER = """#!/bin/sh
-# Written by binlog-cdc (streaming.local_spark.worker_python): runs the Python below for Spark's
+# Written by binlog-cdc (streaming.apps.local_spark.worker_python): runs the Python below for Spark's
 # Python workers without the entries of Spark's PYTHONPATH they do not need (copies of packages
 # installed at the same version, a jar without Python files), so that they import the
 # installed packages, with cached bytecode.

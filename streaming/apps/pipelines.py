@@ -3,7 +3,7 @@
 In a pipeline's transformations file (``spark-pipelines run``; ``spark`` is the pipeline's
 session)::
 
-    from streaming.pipelines import auto_cdc_flows
+    from streaming.apps.pipelines import auto_cdc_flows
 
     auto_cdc_flows(spark, tables="shop.*", scd_type=1,
                    host="db.example", port=3306, user="cdc", passwordFile="/run/secrets/cdc",
@@ -13,7 +13,7 @@ For each table matching *tables* (``db.table`` globs, comma-separated) that has 
 :func:`auto_cdc_flows` defines
 
 * a temporary streaming view ``<db>_<table>_changes``: ``readStream.format("binlog-cdc")`` with
-  ``table=db.t`` and ``layout=flat`` (:mod:`streaming.layout`), truncate rows left out;
+  ``table=db.t`` and ``layout=flat`` (:mod:`streaming.contract.flat`), truncate rows left out;
 * a streaming table ``<db>_<table>`` (in the pipeline's catalog and database);
 * ``dp.create_auto_cdc_flow`` into it: ``keys`` the primary key, ``sequence_by="_cdc_seq"``,
   ``apply_as_deletes="_cdc_op = 'd'"``, ``except_column_list`` the ``_cdc_*`` columns, SCD type
@@ -35,8 +35,8 @@ from cdc.replica.server import read_primary_keys, system_schemas_sql
 from cdc.replica.sql import connect, fetch_rows
 from cdc.snapshot.plan import list_tables
 
-from streaming.layout import META_COLUMNS
-from streaming.options import SourceOptions
+from streaming.contract.flat import META_COLUMNS
+from streaming.source.options import SourceOptions
 
 log = logging.getLogger("binlog_cdc.pipelines")
 

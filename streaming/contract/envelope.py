@@ -1,4 +1,7 @@
-"""The stream's offsets and change order, as Spark sees them.
+"""What every change record of the ``binlog-cdc`` source carries, without Spark: the envelope's
+column names, the columns a sink reads, and :func:`seq`, the total order of row changes.
+
+The Spark types of these columns are in :mod:`streaming.contract.spark_schema`.
 
 An offset is a transaction boundary, a :class:`cdc.positions.Position` in its offset form
 (:meth:`~cdc.positions.Position.to_offset`): JSON with a fixed key order::
@@ -9,15 +12,20 @@ An offset is a transaction boundary, a :class:`cdc.positions.Position` in its of
 ``gtid`` is the MariaDB GTID position (``gtid_slave_pos`` form) or the MySQL GTID set executed
 up to the boundary, when the source has GTIDs. Nothing volatile (lag, times) goes into an offset:
 Spark compares offsets by their JSON text. Offsets order by (file number, position).
-
-:func:`seq` is the total order of row changes, the ``seq`` column.
 """
 
 from __future__ import annotations
 
 from cdc.positions import binlog_file_number
 
-__all__ = ["seq"]
+__all__ = ["ENVELOPE_FIELDS", "UPSERT_FIELDS", "seq"]
+
+#: the envelope's columns, in order (:func:`streaming.contract.spark_schema.envelope_schema`;
+#: the source option ``fields`` picks among them)
+ENVELOPE_FIELDS = ("op", "db", "table", "before", "after", "key", "ts_ms", "source", "seq")
+#: the envelope columns the sinks read (``schema_change`` too, when the stream has it): option
+#: ``fields`` for a stream into a sink
+UPSERT_FIELDS = ("op", "db", "table", "before", "after", "seq")
 
 
 def seq(file: str, pos: int, row: int) -> str:

@@ -21,7 +21,8 @@ from cdc.positions import Start
 from cdc.replica.config import (ON_UNPARSED_DDL, PASSWORD_ENV, ReplicaConfig, RetryPolicy,
                                 Secret, SslOptions, random_server_id, read_password)
 
-from streaming.storage import storage_settings
+from streaming.contract.envelope import ENVELOPE_FIELDS
+from streaming.source.storage import storage_settings
 
 #: Where the source's password is set, named by an authentication error.
 PASSWORD_HINT = f"the Spark options password or passwordFile, or {PASSWORD_ENV} in the " \
@@ -52,7 +53,7 @@ OPTIONS: dict[str, str] = {
     "excludeTables": "comma-separated db.table globs to drop",
     "table": "db.table: typed mode, before/after as structs of the table's Spark types",
     "layout": "envelope (default) | flat: the table's columns at the top level and _cdc_* "
-              "change metadata (needs table; see streaming.layout)",
+              "change metadata (needs table; see streaming.contract.flat)",
     "maxEventsPerTrigger": "at most this many row changes per micro-batch (whole transactions)",
     "maxBytesPerTrigger": "at most this many binlog bytes per micro-batch (whole transactions)",
     "minPartitions": "split each micro-batch into at least this many tasks (default 1)",
@@ -88,15 +89,9 @@ OPTIONS: dict[str, str] = {
     "rowDecoder": "c | python | auto: the row decoder of the tasks (default: BINLOG_CDC_DECODER "
                   "of each executor, else auto)",
     "fs.<scheme>.<name>": "filesystem settings of s3://, gs://, abfs://, hdfs:// paths, e.g. "
-                          "fs.s3.endpoint, fs.s3.accessKey, fs.s3.secretKey (streaming.storage)",
+                          "fs.s3.endpoint, fs.s3.accessKey, fs.s3.secretKey (streaming.source.storage)",
 }
 _BY_LOWER = {k.lower(): k for k in OPTIONS}
-#: the envelope's columns, in order (streaming.schema.envelope_schema; option fields picks
-#: among them)
-ENVELOPE_FIELDS = ("op", "db", "table", "before", "after", "key", "ts_ms", "source", "seq")
-#: the envelope columns :class:`streaming.delta.DeltaUpserter` reads (``schema_change`` too,
-#: when the stream has it): option ``fields`` for a stream into Delta
-UPSERT_FIELDS = ("op", "db", "table", "before", "after", "seq")
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 

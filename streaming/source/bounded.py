@@ -10,7 +10,7 @@
 Like Kafka's ``startingOffsets``/``endingOffsets``: the rows are those a stream started at
 ``startingPosition`` would deliver up to the end, read the way the stream reads a micro-batch
 (the same code: :class:`streaming.source.BinlogStreamReader` plans the range with
-:func:`streaming.planning.plan_chunks` and each task reads its chunk over its own replication
+:func:`streaming.source.planning.plan_chunks` and each task reads its chunk over its own replication
 connection).  The end is a transaction boundary: ``latest`` is the binlog end when the read is
 planned; a file/pos takes the transactions that end at or before it; a GTID set takes the
 transactions from the start on while their GTIDs are in the set.

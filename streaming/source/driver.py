@@ -26,9 +26,9 @@ from cdc.replica.failover import check_contained, mysql_state_at
 from cdc.replica.server import ServerInfo, server_of
 from cdc.replica.sql import SqlSession, binary_logs, binlog_status, connect
 
-from streaming.options import SourceOptions
-from streaming.planning import Boundary, Key
-from streaming.schema_history import StreamHistory
+from streaming.source.options import SourceOptions
+from streaming.source.planning import Boundary, Key
+from streaming.source.schema_history import StreamHistory
 
 log = logging.getLogger("binlog_cdc.spark")
 
@@ -67,9 +67,9 @@ class Driver:
         self.scanned_to: Key | None = None   # the server end fully scanned
         self.server_end: Position | None = None
         self.available_now_end: Key | None = None
-        self.snapshot_tables: dict = {}      # db.table -> SnapshotTable (streaming.snapshot)
+        self.snapshot_tables: dict = {}      # db.table -> SnapshotTable (streaming.source.snapshot)
         self.snapshot_progress = None        # cdc.snapshot.progress.SnapshotProgress, in memory
-        # the stream's schema history (streaming.schema_history): in the offsets once in use
+        # the stream's schema history (streaming.source.schema_history): in the offsets once in use
         self.schema = StreamHistory(opts, self.query)
         # offset JSON -> the position on this server it resumes at (Driver.offset)
         self._resumes: dict[str, Position] = {}

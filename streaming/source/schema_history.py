@@ -32,8 +32,8 @@ from cdc.replica.seeding import HistorySource, read_collations
 from cdc.replica.sql import mysql_error
 from cdc.schema.history import SchemaHistory
 
-from streaming.options import SourceOptions
-from streaming.planning import Key
+from streaming.source.options import SourceOptions
+from streaming.source.planning import Key
 
 __all__ = ["KEY", "StreamHistory", "history_state"]
 
