@@ -276,9 +276,10 @@ class BinlogChunk(InputPartition):
         return f"BinlogChunk({self.index}, {self.file}, {self.start}..{self.end})"
 
 
-def read_past_file_end(read_to, chunk: BinlogChunk) -> bool:
+def read_to_chunk_end(read_to, chunk: BinlogChunk) -> bool:
     """Whether a dump that got to *read_to* (:attr:`ReplicaClient.read_to`) sent all of the
-    chunk's file: its last event, or events of a later file."""
+    chunk: the event ending at its end (of a chunk to its file's end, the file's last one; of a
+    chunk with no transaction, e.g. a new file's first events), or events of a later file."""
     return read_to is not None and (read_to[0] != chunk.file or read_to[1] >= chunk.end)
 
 
@@ -619,11 +620,12 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         break
                 else:
                     # The dump ended: at the end of the binlog, or early (a source shutting down
-                    # ends a non-blocking dump with the same EOF). A chunk up to the end of its
-                    # (closed) file ends there only if the dump did send that end.
+                    # ends a non-blocking dump with the same EOF). A chunk whose end no
+                    # transaction ends at (the end of its closed file, or of events that are no
+                    # transaction) ends there only if the dump did send that end.
                     reached = (client.position is not None and
                                client.position.file != chunk.file) or \
-                        (chunk.to_file_end and read_past_file_end(client.read_to, chunk))
+                        read_to_chunk_end(client.read_to, chunk)
             except BinlogPurgedError as e:
                 if opts.fail_on_data_loss:
                     raise BinlogPurgedError(f"{chunk}: {e} (set failOnDataLoss=false to skip "
