@@ -3,8 +3,6 @@ offsets of the checkpoint alone (no Spark session needed: the reader is driven d
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 pytest.importorskip("pyspark")
@@ -13,19 +11,10 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable  # noqa: E402
 
 from streaming.source.datasource import BinlogCdcDataSource  # noqa: E402
 
-from support.spark_support import source_options  # noqa: E402
+from support.spark_support import replayed_rows, source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark,
               pytest.mark.servers("mariadb-10.11", "mysql-9.7")]
-
-
-def _read(reader, start: dict, end: dict) -> list:
-    """(op, after dict) of the batch *start*..*end* as *reader*'s tasks decode it."""
-    rows = []
-    for part in reader.partitions(start, end):
-        for batch in reader.read(part):
-            rows += batch.to_pylist()
-    return [(r["op"], json.loads(r["after"])) for r in sorted(rows, key=lambda r: r["seq"])]
 
 
 def test_last_batch_before_a_rotation(server, db):
@@ -41,13 +30,13 @@ def test_last_batch_before_a_rotation(server, db):
     first = source.streamReader(source.schema())
     s = first.initialOffset()
     e = first.latestOffset(s, ReadAllAvailable())
-    delivered = _read(first, s, e)
+    delivered = replayed_rows(first, s, e)
     first.stop()
     assert e["file"] == s["file"] != server.current_position()[0]
     want = [("c", {"id": i, "v": v}) for i, v in server.execute(f"SELECT id, v FROM {db}.t")]
     assert delivered == want
     replay = BinlogCdcDataSource(opts).streamReader(source.schema())
     try:
-        assert _read(replay, s, e) == want
+        assert replayed_rows(replay, s, e) == want
     finally:
         replay.stop()

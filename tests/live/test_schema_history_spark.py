@@ -20,7 +20,8 @@ pyspark = pytest.importorskip("pyspark")
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows  # noqa: E402
 
 from streaming.source.datasource import BinlogCdcDataSource  # noqa: E402
-from support.spark_support import batch_rows, fresh_database, source_options  # noqa: E402
+from support.spark_support import (batch_rows, fresh_database, replayed_rows,  # noqa: E402
+                                   source_options)
 
 pytestmark = [pytest.mark.server, pytest.mark.spark]
 
@@ -199,15 +200,6 @@ def test_snapshot_start_seeds_the_history_at_p0(spark, nolog, tmp_path):
     assert first["schema"]["seed_point"] == [first["file"], first["pos"]]
 
 
-def _read(reader, start: dict, end: dict) -> list:
-    """(op, after dict) of the batch *start*..*end* as *reader*'s tasks decode it."""
-    rows = []
-    for part in reader.partitions(start, end):
-        for batch in reader.read(part):
-            rows += batch.to_pylist()
-    return [(r["op"], json.loads(r["after"])) for r in sorted(rows, key=lambda r: r["seq"])]
-
-
 def test_replayed_batch_ending_after_an_alter(nolog):
     """A restarted driver plans a replayed batch from its two offsets alone and checks that
     each is where this server continues its GTID state: the end offset's check reads the first
@@ -226,7 +218,7 @@ def test_replayed_batch_ending_after_an_alter(nolog):
     nolog.execute(f"INSERT INTO {db}.t VALUES (3, '2026-01-03', 30)")
     while len(offsets) < 4:
         offsets.append(first.latestOffset(offsets[-1], ReadMaxRows(1)))
-    batches = [_read(first, s, e) for s, e in zip(offsets, offsets[1:])]
+    batches = [replayed_rows(first, s, e) for s, e in zip(offsets, offsets[1:])]
     first.stop()
     want = {r[0]: {"id": r[0], "c": str(r[1]), "b": r[2]}
             for r in nolog.execute(f"SELECT id, c, b FROM {db}.t WHERE id > 1")}
@@ -236,6 +228,6 @@ def test_replayed_batch_ending_after_an_alter(nolog):
     # it from the offsets alone; the row after its end has the altered table's shape
     replay = BinlogCdcDataSource(opts).streamReader(source.schema())
     try:
-        assert _read(replay, offsets[0], offsets[1]) == batches[0]
+        assert replayed_rows(replay, offsets[0], offsets[1]) == batches[0]
     finally:
         replay.stop()
