@@ -214,9 +214,10 @@ class BinlogChunk(InputPartition):
         return f"BinlogChunk({self.index}, {self.file}, {self.start}..{self.end})"
 
 
-def read_past_file_end(read_to, chunk: BinlogChunk) -> bool:
+def read_to_chunk_end(read_to, chunk: BinlogChunk) -> bool:
     """Whether a dump that got to *read_to* (:attr:`ReplicaClient.read_to`) sent all of the
-    chunk's file: its last event, or events of a later file."""
+    chunk: the event ending at its end (of a chunk to its file's end, the file's last one; of a
+    chunk with no transaction, e.g. a new file's first events), or events of a later file."""
     return read_to is not None and (read_to[0] != chunk.file or read_to[1] >= chunk.end)
 
 
@@ -340,8 +341,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         the binlog end (its chunks are read later still, availableNow or not) and is never held
         (:func:`streaming.source.planning.holds_quiet`)."""
         d = self.driver
-        d.schema.restore(start, d.recorded(start))   # before d.offset: its GTID probe uses it
         s = d.offset(start)
+        d.schema.restore(start, s)
         target = d.master_status().key
         if d.available_now_end is not None and not snapshotting:
             target = min(target, d.available_now_end)
@@ -478,10 +479,10 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _binlog_partitions(self, start: dict, end: dict) -> list:
         d = self.driver
-        d.schema.restore(start, d.recorded(start))   # before d.offset: its GTID probe uses it
         s, e = d.offset(start), d.offset(end)
         if s.same_place(e) or s.key >= e.key:
             return []
+        d.schema.restore(start, s)
         logs = d.binary_logs()
         if s.file not in dict(logs):
             err = d.purged(s.file, logs, context=f"batch start {s}")
@@ -601,11 +602,12 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         break
                 else:
                     # The dump ended: at the end of the binlog, or early (a source shutting down
-                    # ends a non-blocking dump with the same EOF). A chunk up to the end of its
-                    # (closed) file ends there only if the dump did send that end.
+                    # ends a non-blocking dump with the same EOF). A chunk whose end no
+                    # transaction ends at (the end of its closed file, or of events that are no
+                    # transaction) ends there only if the dump did send that end.
                     reached = (client.position is not None and
                                client.position.file != chunk.file) or \
-                        (chunk.to_file_end and read_past_file_end(client.read_to, chunk))
+                        read_to_chunk_end(client.read_to, chunk)
             except BinlogPurgedError as e:
                 if opts.fail_on_data_loss:
                     raise BinlogPurgedError(f"{chunk}: {e} ({DATA_LOSS_FIX})") from None

@@ -100,22 +100,17 @@ class Driver:
     def is_mariadb(self) -> bool:
         return self.server.is_mariadb
 
-    def recorded(self, d) -> Position:
-        """A Spark offset as the position it records, its GTID text read in the server's
-        flavour (not yet checked against this server: :meth:`offset`)."""
-        return Position.from_offset(d, mariadb=self.is_mariadb())
-
     def offset(self, d) -> Position:
         """A Spark offset back into a position on this server, its GTID text read in the
         server's flavour; one with a GTID state that this driver did not make is checked once
         (see the module): it resumes where a GTID dump from its state begins."""
-        p = self.recorded(d)
+        p = Position.from_offset(d, mariadb=self.is_mariadb())
         if p.gtid is None:
             return p
         key = _key(p)
         here = self._resumes.get(key)
         if here is None:
-            here = self._resumes[key] = self._resume_point(p)
+            here = self._resumes[key] = self._resume_point(p, d)
             if not here.same_place(p):
                 self._moved.add(_key(here))
         return here
@@ -129,10 +124,10 @@ class Driver:
         """Whether *p* is where an offset from another server resumes here by GTID."""
         return _key(p) in self._moved
 
-    def _resume_point(self, p: Position) -> Position:
+    def _resume_point(self, p: Position, offset: dict) -> Position:
         check_contained(self.query, p.gtid, mariadb=self.is_mariadb(), where=self.where)
         try:
-            first = self.gtid_start(Position(None, None, p.gtid).to_start())
+            first = self.gtid_start(Position(None, None, p.gtid).to_start(), offset)
         except BinlogPurgedError:
             return p        # the stream's purged-binlog handling (failOnDataLoss) decides
         if first.same_place(p):
@@ -142,15 +137,16 @@ class Driver:
                     first.pos)
         return Position(first.file, first.pos, p.gtid, prepared=p.prepared)
 
-    def gtid_start(self, spec: Start) -> Position:
+    def gtid_start(self, spec: Start, offset: dict | None = None) -> Position:
         """The boundary where a GTID start begins: the first transaction the server sends for
-        it, or the end of the binlog when there is none yet."""
+        it, or the end of the binlog when there is none yet. *offset*: the Spark offset whose
+        GTID state *spec* is; the dump completes table maps from the history it carries (its
+        own would be read from information_schema now, not as of the offset)."""
         end = self.master_status()
         state = spec.position().gtid
         client = replica_client(self.opts, spec, self.opts.server_id)
-        # table maps are completed from (a copy of) the history the offset carried: the
-        # client's own would seed itself here, and then not know a table changed after that
-        self.schema.attach_restored_copy(client)
+        if offset is not None:
+            self.schema.attach_carried(client, offset)
         try:
             for tx in client.transactions():
                 return Position(tx.file, tx.pos, state)

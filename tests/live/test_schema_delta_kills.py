@@ -53,12 +53,7 @@ def _delta(root: Path, db: str, table: str) -> tuple[list[str], list[tuple]]:
                                       for r in data.to_pylist()), key=repr)
 
 
-def test_ddl_workload_into_delta_killed_twice(server, tmp_path, request):
-    if request.node.callspec.params.get("metadata_server") == "mysql-MINIMAL":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "open defect: on MySQL with binlog_row_metadata=MINIMAL, a query restarted after a "
-            "kill decodes table a's rows after its DROP + CREATE TABLE with the dropped table's "
-            "shape (the TABLE_MAP at the recreated table does not match the history)")))
+def test_ddl_workload_into_delta_killed_twice(server, tmp_path):
     db = f"ddlkill_{server.execute('SELECT @@binlog_row_metadata')[0][0].lower()}"
     server.execute(f"DROP DATABASE IF EXISTS {db}")
     server.execute(f"CREATE DATABASE {db} CHARACTER SET utf8mb4")

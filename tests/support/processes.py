@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -87,6 +88,39 @@ def start_job(script: Path, cfg: dict, log: Path) -> subprocess.Popen:
                                 stdin=subprocess.DEVNULL, start_new_session=True)
 
 
+#: a log line that names a failure: a traceback's start, an exception or error class, the job's
+#: own FAILED line, a Spark/JVM ERROR record
+_FAILURE_LINE = re.compile(r"Traceback \(most recent call last\)|^\S*(Error|Exception)\b|"
+                           r"\b[A-Z]\w*(Error|Exception):|^FAILED\b|\bERROR\b")
+
+
+def log_summary(text: str, *, lines: int = 40, width: int = 400, tail: int = 2000) -> str:
+    """A job log made readable in a test failure: the first *lines* lines naming a failure
+    (each cut to *width* characters: offsets are long JSON lines), then the log's last *tail*
+    characters."""
+    found = [ln if len(ln) <= width else ln[:width] + f"... [{len(ln)} chars]"
+             for ln in text.splitlines() if _FAILURE_LINE.search(ln)]
+    head = "\n".join(found[:lines]) if found else "(no line names an error)"
+    more = f"\n... and {len(found) - lines} more" if len(found) > lines else ""
+    return (f"--- lines naming errors ---\n{head}{more}\n"
+            f"--- last {tail} characters of the log ---\n{text[-tail:]}")
+
+
+def wait_for(log: Path, proc: subprocess.Popen, what, timeout: float = 300) -> str:
+    """Wait until *what(log text)* holds and return the text, failing the test with the log's
+    summary if the job ends first or *timeout* s pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = log.read_text() if log.exists() else ""
+        if what(text):
+            return text
+        assert proc.poll() is None, (f"the job exited ({proc.returncode}):\n"
+                                     + log_summary(log.read_text()))
+        assert time.monotonic() < deadline, (f"not within {timeout:.0f} s:\n"
+                                             + log_summary(log.read_text()))
+        time.sleep(0.2)
+
+
 def run_to_end(script: Path, cfg: dict, log: Path, timeout: float = 600) -> str:
     """Start the job and wait for it to end by itself (killed -9 after *timeout* s, failing the
     test); asserts it exited 0 and returns its whole log."""
@@ -96,23 +130,11 @@ def run_to_end(script: Path, cfg: dict, log: Path, timeout: float = 600) -> str:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc)
-        pytest.fail(log.read_text()[-4000:])
+        pytest.fail(f"the job did not end within {timeout:.0f} s:\n"
+                    + log_summary(log.read_text()))
     out = log.read_text()
-    assert proc.returncode == 0, out[-4000:]
+    assert proc.returncode == 0, f"the job exited {proc.returncode}:\n" + log_summary(out)
     return out
-
-
-def wait_for(log: Path, proc: subprocess.Popen, what, timeout: float = 300) -> str:
-    """Wait until *what(text of log)* holds (returns the text); fails the test when *proc* ends
-    first or after *timeout* s, with the log's tail."""
-    deadline = time.monotonic() + timeout
-    while True:
-        text = log.read_text() if log.exists() else ""
-        if what(text):
-            return text
-        assert proc.poll() is None, text[-4000:]
-        assert time.monotonic() < deadline, text[-4000:]
-        time.sleep(0.2)
 
 
 def kill_group(proc: subprocess.Popen) -> None:
