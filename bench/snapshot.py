@@ -79,33 +79,26 @@ def _reader(conn: dict, chunk_rows: int, client: str | None = None) -> tuple[int
     return n, time.perf_counter() - t0
 
 
-def _spark(spark, conn: dict, out: str, chk: str, chunk_rows: int,
-           typed: bool = False) -> tuple[int, float]:
-    """*typed*: option table (typed mode: row images as structs, no JSON on the way)."""
+def _stream(spark, conn: dict, chunk_rows: int, typed: bool = False):
+    """The project's snapshot stream of the table (*typed*: option table)."""
+    return (spark.readStream.format("binlog-cdc")
+            .option("host", conn["host"]).option("port", str(conn["port"]))
+            .option("user", conn["user"]).option("password", conn["password"])
+            .option("table" if typed else "includeTables", f"{DB}.orders")
+            .option("startingPosition", "snapshot")
+            .option("snapshotChunkRows", str(chunk_rows))
+            .option("fields", ",".join(UPSERT_FIELDS)).load())
+
+
+def _upserter(conn: dict, out: str):
+    """``foreachBatch``: the envelope columns -> ``toArrow`` -> DeltaUpserter."""
     from streaming.sinks.delta.upserter import DeltaUpserter
     up = DeltaUpserter(out, host=conn["host"], port=conn["port"], user=conn["user"],
                        password=conn["password"], app_id="bench")
-    count = [0]
 
     def fb(df, batch_id):
-        t = df.select("op", "db", "table", "before", "after", "seq").toArrow()
-        count[0] += t.num_rows
-        up.upsert_arrow(t, batch_id)
-
-    t0 = time.perf_counter()
-    q = (spark.readStream.format("binlog-cdc")
-         .option("host", conn["host"]).option("port", str(conn["port"]))
-         .option("user", conn["user"]).option("password", conn["password"])
-         .option("table" if typed else "includeTables", f"{DB}.orders")
-         .option("startingPosition", "snapshot")
-         .option("snapshotChunkRows", str(chunk_rows))
-         .option("fields", ",".join(UPSERT_FIELDS)).load()
-         .writeStream.foreachBatch(fb).option("checkpointLocation", chk)
-         .trigger(availableNow=True).start())
-    q.awaitTermination()
-    if q.exception() is not None:
-        raise RuntimeError(str(q.exception()))
-    return count[0], time.perf_counter() - t0
+        up.upsert_arrow(df.select(*UPSERT_FIELDS).toArrow(), batch_id)
+    return fb
 
 
 def _hand_written(conn: dict, out: str) -> tuple[int, float]:
@@ -144,11 +137,82 @@ def _has_mysqlclient() -> bool:
     return True
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m bench snapshot", description=__doc__,
+def measure(spark, conn: dict, work: str, rows: int, chunk_rows: int,
+            floor_all: bool = False, out=print) -> list[tuple[str, str, int, float]]:
+    """Every path as (path, sink, rows, seconds), the floor's beside the project's, in one run
+    on *spark*. *floor_all*: every floor shape and sink, and the project's path into noop."""
+    from . import floor
+
+    def w(name):
+        return os.path.join(work, name)
+    floor.register(spark)
+    # the captures are the untimed warm-up too: Python workers, the JVM's JIT, both modes
+    t0 = time.perf_counter()
+    typed = floor.capture(_stream(spark, conn, chunk_rows, typed=True), work)
+    env = floor.capture(_stream(spark, conn, chunk_rows), work)
+    parts = -(-rows // chunk_rows)
+    pre = {"flat": floor.prebuild([floor.flat(t) for t in typed], w("pre-flat"), parts),
+           "typed": floor.prebuild(typed, w("pre-typed"), parts),
+           "json": floor.prebuild(env, w("pre-json"), parts)}
+    out(f"captured and pre-built the floor's batches in {time.perf_counter() - t0:.1f} s "
+        f"({parts} partitions, {floor.ARROW_ROWS}-row Arrow batches)", flush=True)
+    res = []
+
+    def one(path, sink, df, fb):
+        n, dt = floor.run(df, fb, work)
+        res.append((path, sink, n, dt))
+        out(f"{path} -> {sink}: {n:,} rows, {dt:.1f} s, {n / dt:,.0f} rows/s", flush=True)
+
+    if _has_mysqlclient():
+        res.append(("reader (mysqlclient)", "-", *_reader(conn, chunk_rows, "mysqlclient")))
+    res.append(("reader (pymysql)", "-", *_reader(conn, chunk_rows, "pymysql")))
+    one(FLOOR, APPEND, pre["flat"].stream(spark), floor.appender(w("floor-append")))
+    one("binlog-cdc snapshot, JSON envelope", UPSERTER, _stream(spark, conn, chunk_rows),
+        _upserter(conn, w("delta")))
+    one("binlog-cdc snapshot, typed (option table)", UPSERTER,
+        _stream(spark, conn, chunk_rows, typed=True), _upserter(conn, w("delta-typed")))
+    if floor_all:
+        one(FLOOR, "noop", pre["flat"].stream(spark), "noop")
+        one("floor: JSON envelope", UPSERTER, pre["json"].stream(spark),
+            _upserter(conn, w("floor-json")))
+        one("floor: typed envelope", UPSERTER, pre["typed"].stream(spark),
+            _upserter(conn, w("floor-typed")))
+        one("binlog-cdc snapshot, JSON envelope", "noop", _stream(spark, conn, chunk_rows),
+            "noop")
+        one("binlog-cdc snapshot, typed (option table)", "noop",
+            _stream(spark, conn, chunk_rows, typed=True), "noop")
+    res.append(("hand-written", "write_deltalake (one transaction)",
+                *_hand_written(conn, w("hand"))))
+    return res
+
+
+FLOOR = "floor: table rows (bench-floor source)"
+APPEND = "foreachBatch(toArrow -> write_deltalake append)"
+UPSERTER = "foreachBatch(DeltaUpserter)"
+
+
+def table(res, rows: int, chunk_rows: int) -> str:
+    """The results as markdown, each path also as a fraction of the floor (the trivial source's
+    table rows appended to Delta in the same run)."""
+    rate = {(p, s): n / dt for p, s, n, dt in res}
+    fl, hand = rate[(FLOOR, APPEND)], rate[("hand-written", "write_deltalake (one transaction)")]
+    lines = [f"{rows:,} rows, snapshotChunkRows {chunk_rows:,}; floor = {FLOOR} -> {APPEND}: "
+             f"{fl:,.0f} rows/s", "",
+             "| path | sink | rows | seconds | rows/s | fraction of floor | vs hand-written |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for p, s, n, dt in res:
+        lines.append(f"| {p} | {s} | {n:,} | {dt:.1f} | {n / dt:,.0f} | {n / dt / fl:.2f} | "
+                     f"{n / dt / hand:.2f}x |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None, floor_all: bool = False) -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench " + ("floor" if floor_all else "snapshot"),
+                                 description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=500_000)
     ap.add_argument("--chunk-rows", type=int, default=50_000)
+    ap.add_argument("--markdown", help="also write the table to this file")
     args = ap.parse_args(argv)
     work = tempfile.mkdtemp(prefix="bench-snap-")
     spark = session()
@@ -159,26 +223,12 @@ def main(argv=None) -> None:
             _fill(server, args.rows)
             print(f"filled {DB}.orders with {args.rows} rows in {time.perf_counter() - t0:.1f} s",
                   flush=True)
-            # warm the session (Python workers, JIT) on a tiny run
-            _spark(spark, conn, os.path.join(work, "warm"), os.path.join(work, "warm-chk"),
-                   args.chunk_rows)
-            shutil.rmtree(os.path.join(work, "warm"), ignore_errors=True)
-            res = {}
-            if _has_mysqlclient():
-                res["reader (mysqlclient)"] = _reader(conn, args.chunk_rows, "mysqlclient")
-            res.update({
-                "reader (pymysql)": _reader(conn, args.chunk_rows, "pymysql"),
-                "spark->delta": _spark(spark, conn, os.path.join(work, "delta"),
-                                       os.path.join(work, "chk"), args.chunk_rows),
-                "spark->delta, typed (option table)": _spark(
-                    spark, conn, os.path.join(work, "delta-typed"),
-                    os.path.join(work, "chk-typed"), args.chunk_rows, typed=True),
-                "hand-written": _hand_written(conn, os.path.join(work, "hand")),
-            })
+            res = measure(spark, conn, work, args.rows, args.chunk_rows, floor_all)
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
-    hand = res["hand-written"][0] / res["hand-written"][1]
-    print(f"\n| path | rows | seconds | rows/s | vs hand-written |\n|---|---:|---:|---:|---:|")
-    for name, (n, dt) in res.items():
-        print(f"| {name} | {n:,} | {dt:.1f} | {n / dt:,.0f} | {n / dt / hand:.2f}x |")
+    text = table(res, args.rows, args.chunk_rows)
+    print("\n" + text)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(text)
