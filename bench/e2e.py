@@ -186,7 +186,7 @@ def floor_to_delta(spark, conn, db, start_file, work, tag, max_events, min_parti
     pre = floor.prebuild(floor.capture(reader.load(), work), os.path.join(work, "pre-" + tag),
                          min_partitions)
     up = _upserter(conn, os.path.join(work, "f-" + tag), "bench-floor")
-    n, dt = floor.run(pre.stream(spark), up, work)
+    n, dt, _cpu = floor.run(pre.stream(spark), up, work)
     up.close()
     return n, dt
 

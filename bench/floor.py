@@ -150,19 +150,53 @@ def appender(root: str):
     return fb
 
 
-def run(stream_df, sink, work: str) -> tuple[int, float]:
-    """(rows, seconds) of one availableNow run of *stream_df* into *sink* ("noop" or a
-    foreachBatch function), from ``start()`` to the query's end."""
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int, children: bool) -> float:
+    """User + system CPU seconds of *pid* (all its threads; *children*: and its reaped
+    children's)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            v = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(v[11]) + int(v[12]) + (int(v[13]) + int(v[14]) if children else 0)) / _TICK
+
+
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds so far of this process (the driver's Python, delta-rs' threads included),
+    the JVM it started, and the JVM's Python workers (their daemons count the workers they
+    forked and reaped)."""
+    from .e2e import _children, _cmd
+    me, kids = os.getpid(), _children()
+    jvms = [p for p in kids.get(me, []) if "java" in _cmd(p)]
+    workers, todo = [], list(jvms)
+    while todo:
+        p = todo.pop()
+        todo += kids.get(p, [])
+        workers += kids.get(p, [])
+    return {"driver": _cpu_s(me, False), "jvm": sum(_cpu_s(p, False) for p in jvms),
+            "workers": sum(_cpu_s(p, True) for p in workers)}
+
+
+def run(stream_df, sink, work: str) -> tuple[int, float, dict]:
+    """(rows, seconds, CPU seconds per process kind: :func:`cpu_seconds`) of one availableNow
+    run of *stream_df* into *sink* ("noop" or a foreachBatch function), from ``start()`` to the
+    query's end."""
     w = stream_df.writeStream
     w = w.format("noop") if sink == "noop" else w.foreachBatch(sink)
+    c0 = cpu_seconds()
     t = time.perf_counter()
     q = (w.option("checkpointLocation", tempfile.mkdtemp(prefix="floor-chk-", dir=work))
          .trigger(availableNow=True).start())
     q.awaitTermination()
     dt = time.perf_counter() - t
+    c1 = cpu_seconds()
     if q.exception() is not None:
         raise RuntimeError(str(q.exception()))
-    return sum(p["numInputRows"] for p in q.recentProgress), dt
+    return (sum(p["numInputRows"] for p in q.recentProgress), dt,
+            {k: c1[k] - c0[k] for k in c0})
 
 
 def register(spark) -> None:

@@ -43,4 +43,5 @@ def test_floor_prints_every_path_beside_the_floor(tmp_path):
     number = re.compile(r"^[0-9][0-9,]*(\.[0-9]+)?x?$")
     for r in rows:
         assert r[2] == "3,000", r                  # every path saw every row, the floor too
-        assert all(number.match(c) for c in r[2:]), r
+        assert all(number.match(c) or c == "-" for c in r[2:6] + r[7:]), r
+        assert r[6] == "-" or re.match(r"^[0-9.]+ / [0-9.]+ / [0-9.]+$", r[6]), r
