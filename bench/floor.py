@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 import time
 
 import pyarrow as pa
@@ -153,50 +154,85 @@ def appender(root: str):
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _cpu_s(pid: int, children: bool) -> float:
-    """User + system CPU seconds of *pid* (all its threads; *children*: and its reaped
-    children's)."""
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of *pid* (all its threads)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             v = f.read().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(v[11]) + int(v[12]) + (int(v[13]) + int(v[14]) if children else 0)) / _TICK
+    return (int(v[11]) + int(v[12])) / _TICK
 
 
-def cpu_seconds() -> dict[str, float]:
-    """CPU seconds so far of this process (the driver's Python, delta-rs' threads included),
-    the JVM it started, and the JVM's Python workers (their daemons count the workers they
-    forked and reaped)."""
+def _processes() -> dict[int, str]:
+    """This process ("driver": the driver's Python, delta-rs' threads included), the JVM it
+    started ("jvm") and the JVM's descendants ("workers": the Python workers)."""
     from .e2e import _children, _cmd
     me, kids = os.getpid(), _children()
-    jvms = [p for p in kids.get(me, []) if "java" in _cmd(p)]
-    workers, todo = [], list(jvms)
+    out = {me: "driver"}
+    todo = [p for p in kids.get(me, []) if "java" in _cmd(p)]
+    out.update({p: "jvm" for p in todo})
     while todo:
         p = todo.pop()
-        todo += kids.get(p, [])
-        workers += kids.get(p, [])
-    return {"driver": _cpu_s(me, False), "jvm": sum(_cpu_s(p, False) for p in jvms),
-            "workers": sum(_cpu_s(p, True) for p in workers)}
+        for c in kids.get(p, []):
+            out[c] = "workers"
+            todo.append(c)
+    return out
+
+
+class CpuMeter:
+    """CPU seconds per process kind (:func:`_processes`) between start and :meth:`stop`,
+    sampled every *interval* s: Python workers come and go (a worker's time is not added to a
+    parent that ignores SIGCHLD), so each process counts from its first sample to its last."""
+
+    def __init__(self, interval: float = 0.1):
+        self.interval = interval
+        self.first: dict[int, tuple[str, float]] = {}
+        self.last: dict[int, float] = {}
+        self._sample(at_start=True)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _sample(self, at_start: bool = False) -> None:
+        for pid, kind in _processes().items():
+            cpu = _cpu_s(pid)
+            if pid not in self.first:
+                # a process started after the meter: all its time is the run's
+                self.first[pid] = (kind, cpu if at_start else 0.0)
+            self.last[pid] = max(cpu, self.last.get(pid, 0.0))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+        self.own = time.thread_time()       # the meter's own CPU, not the driver's work
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        out = {"driver": -self.own, "jvm": 0.0, "workers": 0.0}
+        for pid, (kind, c0) in self.first.items():
+            out[kind] += self.last[pid] - c0
+        return out
 
 
 def run(stream_df, sink, work: str) -> tuple[int, float, dict]:
-    """(rows, seconds, CPU seconds per process kind: :func:`cpu_seconds`) of one availableNow
+    """(rows, seconds, CPU seconds per process kind: :class:`CpuMeter`) of one availableNow
     run of *stream_df* into *sink* ("noop" or a foreachBatch function), from ``start()`` to the
     query's end."""
     w = stream_df.writeStream
     w = w.format("noop") if sink == "noop" else w.foreachBatch(sink)
-    c0 = cpu_seconds()
+    meter = CpuMeter()
     t = time.perf_counter()
     q = (w.option("checkpointLocation", tempfile.mkdtemp(prefix="floor-chk-", dir=work))
          .trigger(availableNow=True).start())
     q.awaitTermination()
     dt = time.perf_counter() - t
-    c1 = cpu_seconds()
+    cpu = meter.stop()
     if q.exception() is not None:
         raise RuntimeError(str(q.exception()))
-    return (sum(p["numInputRows"] for p in q.recentProgress), dt,
-            {k: c1[k] - c0[k] for k in c0})
+    return sum(p["numInputRows"] for p in q.recentProgress), dt, cpu
 
 
 def register(spark) -> None:
