@@ -3,6 +3,7 @@
     python -m bench [--rows 200000] [--workloads inserts,updates,...] [--no-spark]
                     [--markdown FILE]
     python -m bench snapshot [--rows 500000]      # initial snapshot: see bench.snapshot
+    python -m bench floor [--rows 500000]         # snapshot beside the engine's floor: bench.floor
     python -m bench e2e [--scale small]           # stream -> Delta end to end: see bench.e2e
     python -m bench sinks [--rows 20000]          # delta-rs vs Spark MERGE: see bench.sinks
 
@@ -54,6 +55,9 @@ def main(argv=None):
     if argv[:1] == ["snapshot"]:
         from .snapshot import main as snapshot_main
         return snapshot_main(argv[1:])
+    if argv[:1] == ["floor"]:
+        from .snapshot import main as snapshot_main
+        return snapshot_main(argv[1:], floor_all=True)
     if argv[:1] == ["e2e"]:
         from .e2e import main as e2e_main
         return e2e_main(argv[1:])

@@ -17,6 +17,9 @@ Starts a private MariaDB (cdc.embedded) and a ``local[2]`` Spark session and mea
   instead: python-mysql-replication from the live server -> last change per key in a Python
   dict -> pyarrow -> ``deltalake`` MERGE with the same predicates, one MERGE per
   ``--max-events`` changes);
+* floor: each throughput run's micro-batches, captured by an untimed run and replayed by
+  :mod:`bench.floor`'s trivial source (pre-built Arrow, the same partitions) into the same
+  ``foreachBatch(DeltaUpserter)``: "fraction of floor" is the run's changes/s over the floor's;
 * latency: a writer thread commits one-row transactions at a fixed rate and stamps each commit
   time; a reader thread polls the Delta table and stamps when each row becomes visible; p50/p95/
   p99 of the difference, the rate the writer reached and whether the pipeline kept up;
@@ -160,16 +163,40 @@ def _query(spark, opts: dict, fn, ckpt: str, trigger: dict):
             .trigger(**trigger).start())
 
 
-def stream_to_delta(spark, conn, db, start_file, out, ckpt, max_events, min_partitions=1,
-                    timeout=900.0, table=None):
-    """(changes, seconds, batches, seconds in triggers) of one availableNow run into Delta
-    (*table*: typed mode, option table=db.table)."""
-    up = _upserter(conn, out, "bench-e2e")
+def _throughput_options(conn, db, start_file, max_events, min_partitions, table=None) -> dict:
     opts = _options(conn, db, start_file, maxEventsPerTrigger=max_events,
                     minPartitions=min_partitions)
     if table:
         del opts["includeTables"]
         opts["table"] = f"{db}.{table}"
+    return opts
+
+
+def floor_to_delta(spark, conn, db, start_file, work, tag, max_events, min_partitions,
+                   table=None) -> tuple[int, float]:
+    """(changes, seconds) of the engine's floor for the same run (:mod:`bench.floor`): its
+    micro-batches, captured by an untimed run, replayed by a trivial source in as many
+    partitions into the same ``foreachBatch(DeltaUpserter)``."""
+    from . import floor
+    floor.register(spark)
+    reader = spark.readStream.format("binlog-cdc")
+    opts = _throughput_options(conn, db, start_file, max_events, min_partitions, table)
+    for k, v in opts.items():
+        reader = reader.option(k, v)
+    pre = floor.prebuild(floor.capture(reader.load(), work), os.path.join(work, "pre-" + tag),
+                         min_partitions)
+    up = _upserter(conn, os.path.join(work, "f-" + tag), "bench-floor")
+    n, dt, _cpu = floor.run(pre.stream(spark), up, work)
+    up.close()
+    return n, dt
+
+
+def stream_to_delta(spark, conn, db, start_file, out, ckpt, max_events, min_partitions=1,
+                    timeout=900.0, table=None):
+    """(changes, seconds, batches, seconds in triggers) of one availableNow run into Delta
+    (*table*: typed mode, option table=db.table)."""
+    up = _upserter(conn, out, "bench-e2e")
+    opts = _throughput_options(conn, db, start_file, max_events, min_partitions, table)
     t = time.perf_counter()
     q = _query(spark, opts, up, ckpt, {"availableNow": True})
     if not q.awaitTermination(timeout):
@@ -455,7 +482,13 @@ def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
                             spark, conn, db, start_file, os.path.join(work, "d-" + tag),
                             os.path.join(work, "c-" + tag), max_events, min_partitions,
                             table=KEY_OF[name] if typed else None)
+                        fn, fdt = floor_to_delta(spark, conn, db, start_file, work, tag,
+                                                 max_events, min_partitions,
+                                                 table=KEY_OF[name] if typed else None)
+                        if fn != n:
+                            raise RuntimeError(f"{tag}: the floor replayed {fn} of {n} changes")
                         r.update(changes=n, seconds=dt, rate=n / dt, batches=batches,
+                                 floor_rate=fn / fdt,
                                  sustained=n / busy if busy else float("nan"),
                                  decoder_rate=decoder_rate, hand_rate=hand_rate,
                                  hand_changes=hand_changes)
@@ -484,6 +517,7 @@ def _f(v, spec=",.0f"):
 def _throughput_row(r: dict) -> str:
     dec, hand = r.get("decoder_rate"), r.get("hand_rate")
     return (f"| {r['workload']} | {r['changes']:,} | {r['batches']} | {_f(r['rate'])} | "
+            f"{_f(r['floor_rate'])} | {_f(r['rate'] / r['floor_rate'], '.2f')} | "
             f"{_f(r['sustained'])} | "
             f"{_f(dec)} | {_f(r['rate'] / dec if dec else None, '.3f')} | {_f(hand)} | "
             f"{_f(r['rate'] / hand if hand else None, '.2f')} |")
@@ -496,10 +530,11 @@ def _latency_row(x: dict) -> str:
 
 
 THROUGHPUT_HEADER = ("| workload | changes | batches | changes/s into Delta | "
+                     "floor changes/s | fraction of floor | "
                      "changes/s in micro-batches (without query start) | "
                      "decoder alone rows/s | "
                      "e2e / decoder | hand-written (pmr -> pyarrow -> deltalake MERGE) changes/s | "
-                     "e2e / hand-written |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+                     "e2e / hand-written |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 LATENCY_HEADER = ("| target rate | writer reached | transactions | p50 s | p95 s | p99 s | max s | "
                   "batches | kept up |\n|---|---:|---:|---:|---:|---:|---:|---:|---|")
 

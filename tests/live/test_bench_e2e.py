@@ -51,7 +51,8 @@ def test_e2e_tiny_prints_complete_tables(tmp_path):
     # in each mode
     assert [r[1] for r in thr] == ["2,000", "2,000", "2,000", "2,000", "200", "200"]
     for r in thr:
-        assert len(r) == 9 and all(number.match(c) for c in r[1:]), r
+        assert len(r) == 11 and all(number.match(c) for c in r[1:]), r
+        assert float(r[4].replace(",", "")) > 0              # the floor's changes/s
         assert float(r[3].replace(",", "")) > 0
 
     lat = _rows(text, "| target rate |")

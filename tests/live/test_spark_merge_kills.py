@@ -26,8 +26,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from cdc.errors import ConfigurationError  # noqa: E402
-from tests.support.processes import (REPO, kill_group, run_to_end, start_job,  # noqa: E402
-                                     wait_for_log)
+from tests.support.processes import REPO, kill_group, run_to_end, start_job, wait_for  # noqa: E402
 from tests.support.spark_support import select_all, source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow,
@@ -137,7 +136,7 @@ def test_stream_into_spark_merge_equals_select(server, tmp_path, fmt):
     log = tmp_path / "job.log"
     proc = start_job(JOB, cfg, log)
     try:
-        wait_for_log(log, proc, lambda t: "batch 0" in t, timeout=1200)
+        wait_for(log, proc, lambda t: "batch 0" in t, timeout=1200)
         workload(server, db)
         (tmp_path / "written").touch()
         proc.wait(timeout=1800)
@@ -160,10 +159,10 @@ def test_stream_into_spark_merge_killed_twice_equals_select(server, tmp_path, fm
     # batch takes everything there is (its limits apply from the second on)
     proc = start_job(JOB, dict(cfg, hang_after=3, dump=None), log)
     try:
-        wait_for_log(log, proc, lambda t: "batch 0" in t, timeout=1200)
+        wait_for(log, proc, lambda t: "batch 0" in t, timeout=1200)
         workload(server, db)
         (tmp_path / "written").touch()
-        wait_for_log(log, proc, lambda _t: (tmp_path / "3").exists(), timeout=1200)
+        wait_for(log, proc, lambda _t: (tmp_path / "3").exists(), timeout=1200)
     finally:
         kill_group(proc)
     # kill 2: at a random point of the batch after the replayed one (before PySpark 4.2 a
@@ -171,7 +170,7 @@ def test_stream_into_spark_merge_killed_twice_equals_select(server, tmp_path, fm
     seen = log.read_text().count("batch ")
     proc = start_job(JOB, dict(cfg, dump=None), log)
     try:
-        wait_for_log(log, proc, lambda t: t.count("batch ") > seen, timeout=1200)
+        wait_for(log, proc, lambda t: t.count("batch ") > seen, timeout=1200)
         time.sleep(random.Random(11).uniform(0.5, 3.0))
     finally:
         kill_group(proc)

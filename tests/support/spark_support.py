@@ -16,6 +16,17 @@ def source_options(mariadb, db: str, start, **extra) -> dict:
     return opts
 
 
+def replayed_rows(reader, start: dict, end: dict) -> list:
+    """(op, after dict) of the batch *start*..*end* as *reader* plans it and its tasks decode
+    it, in ``seq`` order (a reader driven without Spark: a new one is a restarted driver that
+    plans a replayed batch from its two offsets alone)."""
+    rows = []
+    for part in reader.partitions(start, end):
+        for batch in reader.read(part):
+            rows += batch.to_pylist()
+    return [(r["op"], json.loads(r["after"])) for r in sorted(rows, key=lambda r: r["seq"])]
+
+
 def typed_upserts(spark, server, options: dict, tmp_path, image):
     """A typed-mode stream of *options* into Delta tables under ``tmp_path/"delta"`` through a
     :class:`~streaming.sinks.delta.upserter.DeltaUpserter` (availableNow, one checkpoint): ``(run, images,

@@ -116,6 +116,34 @@ def test_read_images_takes_a_sliced_arrow_array_like_the_list():
     assert got.column("id").to_pylist() == list(range(5, 15))
 
 
+@pytest.mark.parametrize("arrow", [False, True])
+def test_read_images_tells_an_absent_needed_column_from_a_null_value(arrow):
+    """A needed column that is null in the parsed table is looked up in that row's text: an
+    explicit ``null`` is read, an absent column is :class:`NotFast`, wherever the row is."""
+    up, tbl = _table(COLUMNS, ["id"])
+    rnd = random.Random(5)
+    rows = [_row(rnd, k) for k in range(30)]
+    texts = [row_json(NAMES, r) for r in rows]
+    nullable = next(n for n in NAMES if n != "id")
+    at = NAMES.index(nullable)
+    for k in (3, 17):                       # explicit nulls: read as null
+        rows[k] = tuple(None if i == at else v for i, v in enumerate(rows[k]))
+        texts[k] = row_json(NAMES, rows[k])
+
+    def read(t):
+        src = pa.array([""] * 4 + t, pa.string()).slice(4) if arrow else t
+        return read_images(src, tbl.schema, tbl.read_schema, tbl.names)
+    got = read(texts)
+    assert got.column(nullable).to_pylist()[3] is None
+    assert got.equals(read_images(texts, tbl.schema, tbl.read_schema, []))
+    for k in (0, 17, 29):                   # the column absent from one image: not fast
+        lacking = list(texts)
+        lacking[k] = row_json([n for n in NAMES if n != nullable],
+                              tuple(v for i, v in enumerate(rows[k]) if i != at))
+        with pytest.raises(NotFast):
+            read(lacking)
+
+
 def test_by_table_splits_in_order_of_appearance_and_sorts_each_by_seq_stably():
     from streaming.sinks.delta.last_change import by_table, last_truncate
     rows = [("db", "b", "3", "x"), ("db", "a", "2", "y"), ("db", "b", "1", "z"),
