@@ -331,6 +331,45 @@ def _pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
+def timed_inserts(server, db: str, q, visible: dict, reader, rate: int, seconds: float):
+    """The writer of a latency run: one-row transactions into ``db.ev`` (``id``, ``v``) at
+    *rate*/s for *seconds*, while ``reader(stop)`` runs in a thread, stamping in *visible*
+    (id -> time) when each row shows in the target, until the Event *stop* is set. Row 0 first,
+    not timed (the stream's first batch); waits for every row to show (or for a timeout, or
+    the query *q* to end), then stops *q*. Returns (commit -> visible seconds of each row
+    seen, the rate reached, rows timed)."""
+    stop = threading.Event()
+    committed: dict[int, float] = {}
+    c = server.connect(database=db)
+    c.autocommit(True)
+    cur = c.cursor()
+    cur.execute("INSERT INTO ev VALUES (0, 0)")          # warm: the first batch, not timed
+    committed[0] = time.time()
+    rt = threading.Thread(target=reader, args=(stop,), daemon=True)
+    rt.start()
+    deadline = time.time() + 300
+    while 0 not in visible and time.time() < deadline and q.isActive:
+        time.sleep(0.01)
+    n = int(rate * seconds)
+    t0 = time.perf_counter()
+    for i in range(1, n + 1):
+        due = t0 + i / rate
+        wait = due - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+        cur.execute(f"INSERT INTO ev VALUES ({i}, {i})")
+        committed[i] = time.time()
+    reached = n / (time.perf_counter() - t0)
+    deadline = time.time() + max(30.0, seconds * 3)
+    while len(visible) < n + 1 and time.time() < deadline and q.isActive:
+        time.sleep(0.02)
+    stop.set()
+    rt.join()
+    c.close()
+    q.stop()
+    return [visible[i] - committed[i] for i in range(1, n + 1) if i in visible], reached, n
+
+
 def latency(spark, server, conn, work: str, rate: int, seconds: float, trigger: str,
             max_events: int) -> dict:
     """Commit -> visible in Delta at *rate* one-row transactions/s for *seconds*."""
@@ -346,12 +385,10 @@ def latency(spark, server, conn, work: str, rate: int, seconds: float, trigger: 
     q = _query(spark, _options(conn, db, start_file, start_pos, maxEventsPerTrigger=max_events),
                up, os.path.join(work, f"ckpt-lat-{rate}"), {"processingTime": trigger})
     path = os.path.join(out, db, "ev")
-    committed: dict[int, float] = {}
     visible: dict[int, float] = {}
-    stop = threading.Event()
     seen_files: set[str] = set()
 
-    def reader():
+    def reader(stop):
         d, version = None, None
         while not stop.is_set():
             try:
@@ -374,35 +411,8 @@ def latency(spark, server, conn, work: str, rate: int, seconds: float, trigger: 
                             visible.setdefault(i, now)
             time.sleep(0.01)
 
-    c = server.connect(database=db)
-    c.autocommit(True)
-    cur = c.cursor()
-    cur.execute("INSERT INTO ev VALUES (0, 0)")          # warm: the first batch, not timed
-    committed[0] = time.time()
-    rt = threading.Thread(target=reader, daemon=True)
-    rt.start()
-    deadline = time.time() + 120
-    while 0 not in visible and time.time() < deadline and q.isActive:
-        time.sleep(0.01)
-    n = int(rate * seconds)
-    t0 = time.perf_counter()
-    for i in range(1, n + 1):
-        due = t0 + i / rate
-        wait = due - time.perf_counter()
-        if wait > 0:
-            time.sleep(wait)
-        cur.execute(f"INSERT INTO ev VALUES ({i}, {i})")
-        committed[i] = time.time()
-    reached = n / (time.perf_counter() - t0)
-    deadline = time.time() + max(30.0, seconds * 3)
-    while len(visible) < n + 1 and time.time() < deadline and q.isActive:
-        time.sleep(0.02)
-    stop.set()
-    rt.join()
-    q.stop()
+    lat, reached, n = timed_inserts(server, db, q, visible, reader, rate, seconds)
     up.close()
-    c.close()
-    lat = [visible[i] - committed[i] for i in range(1, n + 1) if i in visible]
     costs = {}                                  # median ms per phase of the batches with rows
     busy = [p["durationMs"] for p in q.recentProgress if p["numInputRows"]]
     for k in ("triggerExecution", "latestOffset", "queryPlanning", "addBatch", "walCommit",
@@ -581,13 +591,17 @@ def main(argv=None) -> dict:
               hand=not args.no_hand, min_partitions=args.min_partitions,
               warm_up=not args.no_warm_up,
               modes=[m for m in args.modes.split(",") if m])
-    text = table(res)
+    show(table(res), args.markdown)
+    return res
+
+
+def show(text: str, markdown: str | None) -> None:
+    """Print a run's tables, and write them to the file *markdown* when given."""
     print()
     print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
+    if markdown:
+        with open(markdown, "w") as f:
             f.write(text)
-    return res
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from deltalake import DeltaTable  # noqa: E402
 from tests.support.ddl_workload import Recorder, norm, run_workload  # noqa: E402
 from tests.support.processes import (delta_job, kill_group, run_to_end,  # noqa: E402
                                      start_job, wait_for)
-from tests.support.spark_support import source_options  # noqa: E402
+from tests.support.spark_support import select_all, source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow,
               pytest.mark.servers("mariadb-10.11", "mysql-9.7")]
@@ -33,18 +33,6 @@ pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow,
 @pytest.fixture
 def server(metadata_server):
     return metadata_server
-
-
-def _source(server, db: str, table: str) -> tuple[list[str], list[tuple]]:
-    conn = server.connect(database=db)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT * FROM `{table}`")
-            rows = cur.fetchall()
-            names = [d[0] for d in cur.description]
-    finally:
-        conn.close()
-    return names, sorted((tuple(norm(v) for v in r) for r in rows), key=repr)
 
 
 def _delta(root: Path, db: str, table: str) -> tuple[list[str], list[tuple]]:
@@ -89,7 +77,7 @@ def test_ddl_workload_into_delta_killed_twice(server, tmp_path):
         "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s", (db,)))
     assert tables == ["a", "b", "c"]
     for table in tables:
-        want = _source(server, db, table)
+        want = select_all(server, db, table, norm)
         got = _delta(root, db, table)
         assert got[0] == want[0], (table, got[0], want[0])
         assert got[1] == want[1], (table, got[1], want[1])

@@ -58,6 +58,20 @@ def typed_upserts(spark, server, options: dict, tmp_path, image):
     return run, images, types
 
 
+def select_all(server, db: str, table: str, value=lambda v: v) -> tuple[list[str], list[tuple]]:
+    """``SELECT *`` of ``db.table``: (column names, rows with *value* applied to each value,
+    sorted by their repr)."""
+    conn = server.connect(database=db)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT * FROM `{table}`")
+            rows = cur.fetchall()
+            names = [d[0] for d in cur.description]
+    finally:
+        conn.close()
+    return names, sorted((tuple(value(v) for v in r) for r in rows), key=repr)
+
+
 def fresh_database(server, name: str) -> str:
     """Database *name* on *server*, dropped and made again (utf8mb4)."""
     server.execute(f"DROP DATABASE IF EXISTS {name}")
