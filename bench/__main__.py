@@ -3,7 +3,9 @@
     python -m bench [--rows 200000] [--workloads inserts,updates,...] [--no-spark]
                     [--markdown FILE]
     python -m bench snapshot [--rows 500000]      # initial snapshot: see bench.snapshot
+    python -m bench floor [--rows 500000]         # snapshot beside the engine's floor: bench.floor
     python -m bench e2e [--scale small]           # stream -> Delta end to end: see bench.e2e
+    python -m bench sinks [--rows 20000]          # delta-rs vs Spark MERGE: see bench.sinks
 
 Starts a private MariaDB (cdc.embedded), writes each workload into its own binlog files, then
 measures on those same files / that same stream: binlog-cdc to Python tuples and to Arrow
@@ -53,9 +55,15 @@ def main(argv=None):
     if argv[:1] == ["snapshot"]:
         from .snapshot import main as snapshot_main
         return snapshot_main(argv[1:])
+    if argv[:1] == ["floor"]:
+        from .snapshot import main as snapshot_main
+        return snapshot_main(argv[1:], floor_all=True)
     if argv[:1] == ["e2e"]:
         from .e2e import main as e2e_main
         return e2e_main(argv[1:])
+    if argv[:1] == ["sinks"]:
+        from .sinks import main as sinks_main
+        return sinks_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=200_000, help="rows per workload")

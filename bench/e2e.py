@@ -17,6 +17,9 @@ Starts a private MariaDB (cdc.embedded) and a ``local[2]`` Spark session and mea
   instead: python-mysql-replication from the live server -> last change per key in a Python
   dict -> pyarrow -> ``deltalake`` MERGE with the same predicates, one MERGE per
   ``--max-events`` changes);
+* floor: each throughput run's micro-batches, captured by an untimed run and replayed by
+  :mod:`bench.floor`'s trivial source (pre-built Arrow, the same partitions) into the same
+  ``foreachBatch(DeltaUpserter)``: "fraction of floor" is the run's changes/s over the floor's;
 * latency: a writer thread commits one-row transactions at a fixed rate and stamps each commit
   time; a reader thread polls the Delta table and stamps when each row becomes visible; p50/p95/
   p99 of the difference, the rate the writer reached and whether the pipeline kept up;
@@ -160,16 +163,40 @@ def _query(spark, opts: dict, fn, ckpt: str, trigger: dict):
             .trigger(**trigger).start())
 
 
-def stream_to_delta(spark, conn, db, start_file, out, ckpt, max_events, min_partitions=1,
-                    timeout=900.0, table=None):
-    """(changes, seconds, batches, seconds in triggers) of one availableNow run into Delta
-    (*table*: typed mode, option table=db.table)."""
-    up = _upserter(conn, out, "bench-e2e")
+def _throughput_options(conn, db, start_file, max_events, min_partitions, table=None) -> dict:
     opts = _options(conn, db, start_file, maxEventsPerTrigger=max_events,
                     minPartitions=min_partitions)
     if table:
         del opts["includeTables"]
         opts["table"] = f"{db}.{table}"
+    return opts
+
+
+def floor_to_delta(spark, conn, db, start_file, work, tag, max_events, min_partitions,
+                   table=None) -> tuple[int, float]:
+    """(changes, seconds) of the engine's floor for the same run (:mod:`bench.floor`): its
+    micro-batches, captured by an untimed run, replayed by a trivial source in as many
+    partitions into the same ``foreachBatch(DeltaUpserter)``."""
+    from . import floor
+    floor.register(spark)
+    reader = spark.readStream.format("binlog-cdc")
+    opts = _throughput_options(conn, db, start_file, max_events, min_partitions, table)
+    for k, v in opts.items():
+        reader = reader.option(k, v)
+    pre = floor.prebuild(floor.capture(reader.load(), work), os.path.join(work, "pre-" + tag),
+                         min_partitions)
+    up = _upserter(conn, os.path.join(work, "f-" + tag), "bench-floor")
+    n, dt, _cpu = floor.run(pre.stream(spark), up, work)
+    up.close()
+    return n, dt
+
+
+def stream_to_delta(spark, conn, db, start_file, out, ckpt, max_events, min_partitions=1,
+                    timeout=900.0, table=None):
+    """(changes, seconds, batches, seconds in triggers) of one availableNow run into Delta
+    (*table*: typed mode, option table=db.table)."""
+    up = _upserter(conn, out, "bench-e2e")
+    opts = _throughput_options(conn, db, start_file, max_events, min_partitions, table)
     t = time.perf_counter()
     q = _query(spark, opts, up, ckpt, {"availableNow": True})
     if not q.awaitTermination(timeout):
@@ -304,6 +331,45 @@ def _pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
+def timed_inserts(server, db: str, q, visible: dict, reader, rate: int, seconds: float):
+    """The writer of a latency run: one-row transactions into ``db.ev`` (``id``, ``v``) at
+    *rate*/s for *seconds*, while ``reader(stop)`` runs in a thread, stamping in *visible*
+    (id -> time) when each row shows in the target, until the Event *stop* is set. Row 0 first,
+    not timed (the stream's first batch); waits for every row to show (or for a timeout, or
+    the query *q* to end), then stops *q*. Returns (commit -> visible seconds of each row
+    seen, the rate reached, rows timed)."""
+    stop = threading.Event()
+    committed: dict[int, float] = {}
+    c = server.connect(database=db)
+    c.autocommit(True)
+    cur = c.cursor()
+    cur.execute("INSERT INTO ev VALUES (0, 0)")          # warm: the first batch, not timed
+    committed[0] = time.time()
+    rt = threading.Thread(target=reader, args=(stop,), daemon=True)
+    rt.start()
+    deadline = time.time() + 300
+    while 0 not in visible and time.time() < deadline and q.isActive:
+        time.sleep(0.01)
+    n = int(rate * seconds)
+    t0 = time.perf_counter()
+    for i in range(1, n + 1):
+        due = t0 + i / rate
+        wait = due - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+        cur.execute(f"INSERT INTO ev VALUES ({i}, {i})")
+        committed[i] = time.time()
+    reached = n / (time.perf_counter() - t0)
+    deadline = time.time() + max(30.0, seconds * 3)
+    while len(visible) < n + 1 and time.time() < deadline and q.isActive:
+        time.sleep(0.02)
+    stop.set()
+    rt.join()
+    c.close()
+    q.stop()
+    return [visible[i] - committed[i] for i in range(1, n + 1) if i in visible], reached, n
+
+
 def latency(spark, server, conn, work: str, rate: int, seconds: float, trigger: str,
             max_events: int) -> dict:
     """Commit -> visible in Delta at *rate* one-row transactions/s for *seconds*."""
@@ -319,12 +385,10 @@ def latency(spark, server, conn, work: str, rate: int, seconds: float, trigger: 
     q = _query(spark, _options(conn, db, start_file, start_pos, maxEventsPerTrigger=max_events),
                up, os.path.join(work, f"ckpt-lat-{rate}"), {"processingTime": trigger})
     path = os.path.join(out, db, "ev")
-    committed: dict[int, float] = {}
     visible: dict[int, float] = {}
-    stop = threading.Event()
     seen_files: set[str] = set()
 
-    def reader():
+    def reader(stop):
         d, version = None, None
         while not stop.is_set():
             try:
@@ -347,35 +411,8 @@ def latency(spark, server, conn, work: str, rate: int, seconds: float, trigger: 
                             visible.setdefault(i, now)
             time.sleep(0.01)
 
-    c = server.connect(database=db)
-    c.autocommit(True)
-    cur = c.cursor()
-    cur.execute("INSERT INTO ev VALUES (0, 0)")          # warm: the first batch, not timed
-    committed[0] = time.time()
-    rt = threading.Thread(target=reader, daemon=True)
-    rt.start()
-    deadline = time.time() + 120
-    while 0 not in visible and time.time() < deadline and q.isActive:
-        time.sleep(0.01)
-    n = int(rate * seconds)
-    t0 = time.perf_counter()
-    for i in range(1, n + 1):
-        due = t0 + i / rate
-        wait = due - time.perf_counter()
-        if wait > 0:
-            time.sleep(wait)
-        cur.execute(f"INSERT INTO ev VALUES ({i}, {i})")
-        committed[i] = time.time()
-    reached = n / (time.perf_counter() - t0)
-    deadline = time.time() + max(30.0, seconds * 3)
-    while len(visible) < n + 1 and time.time() < deadline and q.isActive:
-        time.sleep(0.02)
-    stop.set()
-    rt.join()
-    q.stop()
+    lat, reached, n = timed_inserts(server, db, q, visible, reader, rate, seconds)
     up.close()
-    c.close()
-    lat = [visible[i] - committed[i] for i in range(1, n + 1) if i in visible]
     costs = {}                                  # median ms per phase of the batches with rows
     busy = [p["durationMs"] for p in q.recentProgress if p["numInputRows"]]
     for k in ("triggerExecution", "latestOffset", "queryPlanning", "addBatch", "walCommit",
@@ -445,7 +482,13 @@ def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
                             spark, conn, db, start_file, os.path.join(work, "d-" + tag),
                             os.path.join(work, "c-" + tag), max_events, min_partitions,
                             table=KEY_OF[name] if typed else None)
+                        fn, fdt = floor_to_delta(spark, conn, db, start_file, work, tag,
+                                                 max_events, min_partitions,
+                                                 table=KEY_OF[name] if typed else None)
+                        if fn != n:
+                            raise RuntimeError(f"{tag}: the floor replayed {fn} of {n} changes")
                         r.update(changes=n, seconds=dt, rate=n / dt, batches=batches,
+                                 floor_rate=fn / fdt,
                                  sustained=n / busy if busy else float("nan"),
                                  decoder_rate=decoder_rate, hand_rate=hand_rate,
                                  hand_changes=hand_changes)
@@ -474,6 +517,7 @@ def _f(v, spec=",.0f"):
 def _throughput_row(r: dict) -> str:
     dec, hand = r.get("decoder_rate"), r.get("hand_rate")
     return (f"| {r['workload']} | {r['changes']:,} | {r['batches']} | {_f(r['rate'])} | "
+            f"{_f(r['floor_rate'])} | {_f(r['rate'] / r['floor_rate'], '.2f')} | "
             f"{_f(r['sustained'])} | "
             f"{_f(dec)} | {_f(r['rate'] / dec if dec else None, '.3f')} | {_f(hand)} | "
             f"{_f(r['rate'] / hand if hand else None, '.2f')} |")
@@ -486,10 +530,11 @@ def _latency_row(x: dict) -> str:
 
 
 THROUGHPUT_HEADER = ("| workload | changes | batches | changes/s into Delta | "
+                     "floor changes/s | fraction of floor | "
                      "changes/s in micro-batches (without query start) | "
                      "decoder alone rows/s | "
                      "e2e / decoder | hand-written (pmr -> pyarrow -> deltalake MERGE) changes/s | "
-                     "e2e / hand-written |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+                     "e2e / hand-written |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 LATENCY_HEADER = ("| target rate | writer reached | transactions | p50 s | p95 s | p99 s | max s | "
                   "batches | kept up |\n|---|---:|---:|---:|---:|---:|---:|---:|---|")
 
@@ -546,13 +591,17 @@ def main(argv=None) -> dict:
               hand=not args.no_hand, min_partitions=args.min_partitions,
               warm_up=not args.no_warm_up,
               modes=[m for m in args.modes.split(",") if m])
-    text = table(res)
+    show(table(res), args.markdown)
+    return res
+
+
+def show(text: str, markdown: str | None) -> None:
+    """Print a run's tables, and write them to the file *markdown* when given."""
     print()
     print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
+    if markdown:
+        with open(markdown, "w") as f:
             f.write(text)
-    return res
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """python -m bench snapshot: initial-snapshot throughput, side by side in one run.
 
-    python -m bench snapshot [--rows 500000] [--chunk-rows 50000]
+    python -m bench snapshot [--rows 500000] [--chunk-rows 50000] [--repeat 1] [--markdown F]
+    python -m bench floor    [...the same]     # also every floor shape and sink, and noop
 
 Starts a private MariaDB, fills an ``orders`` table (BIGINT key, INT, DECIMAL, ENUM, VARCHAR,
 DATETIME(3)) and measures on that table:
@@ -8,7 +9,12 @@ DATETIME(3)) and measures on that table:
 * ``reader (mysqlclient)`` / ``reader (pymysql)``: binlog-cdc's chunk reader alone
   (:mod:`cdc.snapshot.reader`: consistent-snapshot chunks, values converted to the binlog
   decoder's) with each client library, no Spark, one process (mysqlclient only when installed);
-* ``spark->delta``: ``readStream.format("binlog-cdc")`` with ``startingPosition=snapshot``,
+* ``floor``: the engine's floor (:mod:`bench.floor`): a trivial source replaying the
+  snapshot's own rows, pre-built as Arrow, in the same partitions and batch sizes, same session,
+  into ``foreachBatch(toArrow -> write_deltalake append)``; every path is also printed as a
+  fraction of it (``bench floor``: also the envelopes into the upserter and table rows into
+  ``noop``, beside the project's path into ``noop``);
+* ``binlog-cdc snapshot``: ``readStream.format("binlog-cdc")`` with ``startingPosition=snapshot``,
   availableNow, ``foreachBatch(DeltaUpserter)`` (query start to end; the session is warm);
   ``typed (option table)``: the same in typed mode (``option("table", "db.orders")``: row images
   as Arrow structs from the tasks to the MERGE, no JSON on the way);
@@ -16,7 +22,7 @@ DATETIME(3)) and measures on that table:
   pyarrow -> ``deltalake.write_deltalake`` (one transaction for the whole table, no chunks, no
   upsert semantics).
 
-Prints rows/s and ratios; nothing is asserted.
+Prints a markdown table of rows/s and ratios; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -79,33 +85,26 @@ def _reader(conn: dict, chunk_rows: int, client: str | None = None) -> tuple[int
     return n, time.perf_counter() - t0
 
 
-def _spark(spark, conn: dict, out: str, chk: str, chunk_rows: int,
-           typed: bool = False) -> tuple[int, float]:
-    """*typed*: option table (typed mode: row images as structs, no JSON on the way)."""
+def _stream(spark, conn: dict, chunk_rows: int, typed: bool = False):
+    """The project's snapshot stream of the table (*typed*: option table)."""
+    return (spark.readStream.format("binlog-cdc")
+            .option("host", conn["host"]).option("port", str(conn["port"]))
+            .option("user", conn["user"]).option("password", conn["password"])
+            .option("table" if typed else "includeTables", f"{DB}.orders")
+            .option("startingPosition", "snapshot")
+            .option("snapshotChunkRows", str(chunk_rows))
+            .option("fields", ",".join(UPSERT_FIELDS)).load())
+
+
+def _upserter(conn: dict, out: str):
+    """``foreachBatch``: the envelope columns -> ``toArrow`` -> DeltaUpserter."""
     from streaming.sinks.delta.upserter import DeltaUpserter
     up = DeltaUpserter(out, host=conn["host"], port=conn["port"], user=conn["user"],
                        password=conn["password"], app_id="bench")
-    count = [0]
 
     def fb(df, batch_id):
-        t = df.select("op", "db", "table", "before", "after", "seq").toArrow()
-        count[0] += t.num_rows
-        up.upsert_arrow(t, batch_id)
-
-    t0 = time.perf_counter()
-    q = (spark.readStream.format("binlog-cdc")
-         .option("host", conn["host"]).option("port", str(conn["port"]))
-         .option("user", conn["user"]).option("password", conn["password"])
-         .option("table" if typed else "includeTables", f"{DB}.orders")
-         .option("startingPosition", "snapshot")
-         .option("snapshotChunkRows", str(chunk_rows))
-         .option("fields", ",".join(UPSERT_FIELDS)).load()
-         .writeStream.foreachBatch(fb).option("checkpointLocation", chk)
-         .trigger(availableNow=True).start())
-    q.awaitTermination()
-    if q.exception() is not None:
-        raise RuntimeError(str(q.exception()))
-    return count[0], time.perf_counter() - t0
+        up.upsert_arrow(df.select(*UPSERT_FIELDS).toArrow(), batch_id)
+    return fb
 
 
 def _hand_written(conn: dict, out: str) -> tuple[int, float]:
@@ -144,11 +143,98 @@ def _has_mysqlclient() -> bool:
     return True
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m bench snapshot", description=__doc__,
+def measure(spark, conn: dict, work: str, rows: int, chunk_rows: int,
+            floor_all: bool = False, repeat: int = 1, out=print) -> list[tuple[str, str, int, float]]:
+    """Every path as (path, sink, rows, seconds), the floor's beside the project's, in one run
+    on *spark*. *floor_all*: every floor shape and sink, and the project's path into noop."""
+    from . import floor
+
+    def w(name):
+        return os.path.join(work, name)
+    floor.register(spark)
+    # the captures are the untimed warm-up too: Python workers, the JVM's JIT, both modes
+    t0 = time.perf_counter()
+    typed = floor.capture(_stream(spark, conn, chunk_rows, typed=True), work)
+    env = floor.capture(_stream(spark, conn, chunk_rows), work)
+    parts = -(-rows // chunk_rows)
+    pre = {"flat": floor.prebuild([floor.flat(t) for t in typed], w("pre-flat"), parts),
+           "typed": floor.prebuild(typed, w("pre-typed"), parts),
+           "json": floor.prebuild(env, w("pre-json"), parts)}
+    out(f"captured and pre-built the floor's batches in {time.perf_counter() - t0:.1f} s "
+        f"({parts} partitions, {floor.ARROW_ROWS}-row Arrow batches)", flush=True)
+    res = []
+    if _has_mysqlclient():
+        res.append(("reader (mysqlclient)", "-", *_reader(conn, chunk_rows, "mysqlclient"),
+                    None))
+    res.append(("reader (pymysql)", "-", *_reader(conn, chunk_rows, "pymysql"), None))
+    json_ = "binlog-cdc snapshot, JSON envelope"
+    typed_ = "binlog-cdc snapshot, typed (option table)"
+    runs = [(FLOOR, APPEND, lambda: pre["flat"].stream(spark), lambda o: floor.appender(o)),
+            (json_, UPSERTER, lambda: _stream(spark, conn, chunk_rows),
+             lambda o: _upserter(conn, o)),
+            (typed_, UPSERTER, lambda: _stream(spark, conn, chunk_rows, typed=True),
+             lambda o: _upserter(conn, o))]
+    if floor_all:
+        runs += [(FLOOR, "noop", lambda: pre["flat"].stream(spark), None),
+                 ("floor: JSON envelope", UPSERTER, lambda: pre["json"].stream(spark),
+                  lambda o: _upserter(conn, o)),
+                 ("floor: typed envelope", UPSERTER, lambda: pre["typed"].stream(spark),
+                  lambda o: _upserter(conn, o)),
+                 (json_, "noop", lambda: _stream(spark, conn, chunk_rows), None),
+                 (typed_, "noop", lambda: _stream(spark, conn, chunk_rows, typed=True), None)]
+    best: dict = {}
+    for r in range(repeat):           # rounds: every path once per round, the fastest counts
+        for i, (path, sink, df, fb) in enumerate(runs):
+            n, dt, cpu = floor.run(df(), "noop" if fb is None else fb(w(f"out-{r}-{i}")), work)
+            out(f"{path} -> {sink}: {n:,} rows, {dt:.1f} s, {n / dt:,.0f} rows/s, CPU s "
+                f"{_cpu_text(cpu)}", flush=True)
+            if (path, sink) not in best or dt < best[(path, sink)][3]:
+                best[(path, sink)] = (path, sink, n, dt, cpu)
+    res += best.values()
+    res.append(("hand-written", "write_deltalake (one transaction)",
+                *_hand_written(conn, w("hand")), None))
+    return res
+
+
+FLOOR = "floor: table rows (bench-floor source)"
+APPEND = "foreachBatch(toArrow -> write_deltalake append)"
+UPSERTER = "foreachBatch(DeltaUpserter)"
+
+
+def _cpu_text(cpu: dict | None) -> str:
+    return "-" if cpu is None else " / ".join(f"{cpu[k]:.1f}" for k in ("driver", "jvm",
+                                                                         "workers"))
+
+
+def table(res, rows: int, chunk_rows: int) -> str:
+    """The results as markdown, each path also as a fraction of the floor (the trivial source's
+    table rows appended to Delta in the same run): by wall clock, and by CPU seconds (driver
+    Python + JVM + Python workers; what a machine shared with other work does not skew)."""
+    rate = {(p, s): n / dt for p, s, n, dt, _c in res}
+    cpu = {(p, s): sum(c.values()) for p, s, _n, _dt, c in res if c}
+    fl, hand = rate[(FLOOR, APPEND)], rate[("hand-written", "write_deltalake (one transaction)")]
+    fl_cpu = cpu[(FLOOR, APPEND)]
+    lines = [f"{rows:,} rows, snapshotChunkRows {chunk_rows:,}; floor = {FLOOR} -> {APPEND}: "
+             f"{fl:,.0f} rows/s, {fl_cpu:.1f} CPU s", "",
+             "| path | sink | rows | seconds | rows/s | fraction of floor | CPU s: driver / JVM "
+             "/ workers | fraction of floor (CPU) | vs hand-written |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for p, s, n, dt, c in res:
+        frac_cpu = f"{fl_cpu / cpu[(p, s)]:.2f}" if c else "-"
+        lines.append(f"| {p} | {s} | {n:,} | {dt:.1f} | {n / dt:,.0f} | {n / dt / fl:.2f} | "
+                     f"{_cpu_text(c)} | {frac_cpu} | {n / dt / hand:.2f}x |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None, floor_all: bool = False) -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench " + ("floor" if floor_all else "snapshot"),
+                                 description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=500_000)
     ap.add_argument("--chunk-rows", type=int, default=50_000)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="rounds of every Spark path, interleaved; the fastest counts")
+    ap.add_argument("--markdown", help="also write the table to this file")
     args = ap.parse_args(argv)
     work = tempfile.mkdtemp(prefix="bench-snap-")
     spark = session()
@@ -159,26 +245,12 @@ def main(argv=None) -> None:
             _fill(server, args.rows)
             print(f"filled {DB}.orders with {args.rows} rows in {time.perf_counter() - t0:.1f} s",
                   flush=True)
-            # warm the session (Python workers, JIT) on a tiny run
-            _spark(spark, conn, os.path.join(work, "warm"), os.path.join(work, "warm-chk"),
-                   args.chunk_rows)
-            shutil.rmtree(os.path.join(work, "warm"), ignore_errors=True)
-            res = {}
-            if _has_mysqlclient():
-                res["reader (mysqlclient)"] = _reader(conn, args.chunk_rows, "mysqlclient")
-            res.update({
-                "reader (pymysql)": _reader(conn, args.chunk_rows, "pymysql"),
-                "spark->delta": _spark(spark, conn, os.path.join(work, "delta"),
-                                       os.path.join(work, "chk"), args.chunk_rows),
-                "spark->delta, typed (option table)": _spark(
-                    spark, conn, os.path.join(work, "delta-typed"),
-                    os.path.join(work, "chk-typed"), args.chunk_rows, typed=True),
-                "hand-written": _hand_written(conn, os.path.join(work, "hand")),
-            })
+            res = measure(spark, conn, work, args.rows, args.chunk_rows, floor_all, args.repeat)
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
-    hand = res["hand-written"][0] / res["hand-written"][1]
-    print(f"\n| path | rows | seconds | rows/s | vs hand-written |\n|---|---:|---:|---:|---:|")
-    for name, (n, dt) in res.items():
-        print(f"| {name} | {n:,} | {dt:.1f} | {n / dt:,.0f} | {n / dt / hand:.2f}x |")
+    text = table(res, args.rows, args.chunk_rows)
+    print("\n" + text)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(text)

@@ -10,8 +10,9 @@ per check, PASS, WARN or FAIL with the fix.
 * the start position is on the server (a file or GTID start);
 * which tables ``includeTables`` matches (a name that matches none: FAIL; a glob: WARN) and
   their primary keys (a keyless table: FAIL for a sink that upserts, WARN for the plain stream);
-* the binlog retention against the initial snapshot's estimated duration (the tables' row
-  counts in information_schema at :data:`SNAPSHOT_ROWS_PER_SECOND`);
+* the binlog retention against the initial snapshot's estimated duration and one batch's (the
+  tables' row counts in information_schema at :data:`SNAPSHOT_ROWS_PER_SECOND`, batches of
+  :data:`~cdc.snapshot.plan.SNAPSHOT_BATCH_ROWS` rows);
 * what the sink refuses (*sink_check*, given by the sink's owner, e.g. the Delta upserter).
 
 ``require(...)`` raises the FAILs as one :mod:`cdc.errors` error.
@@ -33,7 +34,7 @@ from cdc.replica.first_event import first_event_time
 from cdc.replica.preflight import FAIL, PASS, WARN, Finding
 from cdc.replica.server import quote_account, server_of
 from cdc.replica.sql import binary_logs, connect, fetch_rows
-from cdc.snapshot.plan import estimated_rows, list_tables, quote_name
+from cdc.snapshot.plan import SNAPSHOT_BATCH_ROWS, estimated_rows, list_tables, quote_name
 
 __all__ = ["SNAPSHOT_ROWS_PER_SECOND", "run_checks", "require", "render", "exit_status",
            "Finding", "PASS", "WARN", "FAIL"]
@@ -62,11 +63,12 @@ def _names(tables: Sequence[str], most: int = 5) -> str:
 def run_checks(config: ReplicaConfig, *, include: Sequence[str] = (),
                exclude: Sequence[str] = (), start: Start | None = None, snapshot: bool = False,
                upsert: bool = False, rows_per_second: float = SNAPSHOT_ROWS_PER_SECOND,
-               sink_check: SinkCheck | None = None, binlog: bool = True) -> list[Finding]:
+               sink_check: SinkCheck | None = None, binlog: bool = True,
+               batch_rows: int = SNAPSHOT_BATCH_ROWS) -> list[Finding]:
     """The findings about the source of *config* for a stream of the tables *include* (globs;
-    none: all) less *exclude*, from *start*, with an initial *snapshot*, into a sink that
-    *upsert* s; ``binlog=False``: a snapshot alone (no binlog checks). Connects once; a
-    server that cannot be reached is the only finding."""
+    none: all) less *exclude*, from *start*, with an initial *snapshot* read *batch_rows* rows
+    per micro-batch, into a sink that *upsert* s; ``binlog=False``: a snapshot alone (no
+    binlog checks). Connects once; a server that cannot be reached is the only finding."""
     where = config.where
     try:
         conn = connect(config)
@@ -77,13 +79,14 @@ def run_checks(config: ReplicaConfig, *, include: Sequence[str] = (),
             return fetch_rows(conn, sql, args)
         return _checks(conn, query, config, where, include=include, exclude=exclude,
                        start=start, snapshot=snapshot, upsert=upsert,
-                       rows_per_second=rows_per_second, sink_check=sink_check, binlog=binlog)
+                       rows_per_second=rows_per_second, sink_check=sink_check, binlog=binlog,
+                       batch_rows=batch_rows)
     finally:
         conn.close()
 
 
 def _checks(conn, query, config, where, *, include, exclude, start, snapshot, upsert,
-            rows_per_second, sink_check, binlog) -> list[Finding]:
+            rows_per_second, sink_check, binlog, batch_rows) -> list[Finding]:
     info = server_of(conn)
     account = quote_account(str(query("SELECT CURRENT_USER()")[0][0]))
     out = [Finding(PASS, "connection", f"connected to {where} ({info.flavor} "
@@ -103,28 +106,33 @@ def _checks(conn, query, config, where, *, include, exclude, start, snapshot, up
     if snapshot:
         out.append(_select_finding(query, tables, include, info, account))
     out.append(_key_finding(query, tables, upsert))
-    seconds = what = None
+    seconds = what = batch = None
     if snapshot:
         sizes = estimated_rows(query)
         rows = sum(sizes.get(t, 0) for t in tables)
         seconds = rows / rows_per_second
         what = f" ({rows:,} rows at {rows_per_second:,g} rows/s)"
+        batch = min(rows, batch_rows) / rows_per_second
     if binlog:
-        out.append(_retention_finding(config, query, info, v, where, seconds, what or ""))
+        out.append(_retention_finding(config, query, info, v, where, seconds, what or "",
+                                      batch, f", {batch_rows:,} rows"))
     if sink_check is not None and tables:
         out += sink_check(query, tables)
     return out
 
 
-def _retention_finding(config, query, info, v, where, snapshot_seconds, snapshot_what) -> Finding:
+def _retention_finding(config, query, info, v, where, snapshot_seconds, snapshot_what,
+                       batch_seconds=None, batch_what="") -> Finding:
     """The binlog retention: the server's setting against the initial snapshot's estimated
-    duration (:func:`~cdc.replica.preflight.retention_finding`), and how long binlogs have in
-    fact been kept: the time of the first event of the oldest file. A WARN when earlier files
-    were purged (the oldest is not the first of its series) less than the snapshot's duration
-    ago: something purges binlogs sooner than the setting says (PURGE BINARY LOGS run by hand
-    or by a job, a size limit such as MariaDB's max_binlog_total_size)."""
+    duration and one snapshot batch's (:func:`~cdc.replica.preflight.retention_finding`), and
+    how long binlogs have in fact been kept: the time of the first event of the oldest file. A
+    WARN when earlier files were purged (the oldest is not the first of its series) less than
+    one snapshot batch's duration ago (the snapshot reads the binlog along, batch by batch):
+    something purges binlogs sooner than the setting says (PURGE BINARY LOGS run by hand or by a
+    job, a size limit such as MariaDB's max_binlog_total_size)."""
     setting = preflight.retention_finding(v, where, snapshot_seconds=snapshot_seconds,
-                                          snapshot_what=snapshot_what)
+                                          snapshot_what=snapshot_what,
+                                          batch_seconds=batch_seconds, batch_what=batch_what)
     if setting.status == FAIL:
         return setting
     try:
@@ -149,15 +157,18 @@ def _retention_finding(config, query, info, v, where, snapshot_seconds, snapshot
     purged = binlog_file_number(oldest, 1) > 1
     reach = (f"the oldest binlog, {oldest}, begins at {at} ({preflight.duration_text(age)} ago"
              f"{'' if purged else ', none purged yet'})")
-    if purged and snapshot_seconds is not None and age < snapshot_seconds:
+    batch = snapshot_seconds if batch_seconds is None or snapshot_seconds is None else \
+        min(batch_seconds, snapshot_seconds)
+    if purged and batch is not None and age < batch:
         seconds, name = preflight.retention_seconds(v)
         kept = f"for {preflight.duration_text(seconds)}" if seconds else "until purged by hand"
+        what = f"the initial snapshot's estimated {preflight.duration_text(batch)}" \
+            f"{snapshot_what}" if batch == snapshot_seconds else \
+            f"one snapshot batch's estimated {preflight.duration_text(batch)}{batch_what}"
         return Finding(WARN, "retention", (
-            f"{reach}: binlogs before it were purged sooner than the initial snapshot's "
-            f"estimated {preflight.duration_text(snapshot_seconds)}{snapshot_what} takes, "
-            f"although the setting keeps them {kept} ({name}): stop what purges them early (PURGE "
-            f"BINARY LOGS run by hand or by a job, a binlog size limit) while the snapshot "
-            f"runs"),
+            f"{reach}: binlogs before it were purged sooner than {what} takes, although the "
+            f"setting keeps them {kept} ({name}): stop what purges them early (PURGE BINARY "
+            f"LOGS run by hand or by a job, a binlog size limit) while the snapshot runs"),
             BinlogPurgedError)
     return setting._replace(message=f"{setting.message}; {reach}")
 

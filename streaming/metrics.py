@@ -26,7 +26,10 @@ query name, or its id when unnamed) and ``query_id``:
   ``binlog_cdc_snapshot_tables{state="done"|"total"}``,
   ``binlog_cdc_snapshot_chunks{state=...}``, ``binlog_cdc_snapshot_rows{state="done"|"total"}``
   (total: rows read plus the server's estimate of the rest), ``binlog_cdc_snapshot_rows_per_second``
-  and ``binlog_cdc_snapshot_eta_seconds`` (NaN while unknown; 0 when done).
+  and ``binlog_cdc_snapshot_eta_seconds`` (NaN while unknown; 0 when done);
+* ``binlog_cdc_data_loss_resnapshots_total`` (counter): re-snapshots after lost binlog
+  (``onDataLoss=resnapshot``: the snapshot progress names the position the loss began at,
+  ``"lost"``), counted once each.
 
 The figures come from the JSON that the source reports as its ``latestOffset`` in the progress
 (``{"file", "pos", "behindBytes", "behindTransactions", "lagSeconds"}``); a source is recognised
@@ -147,6 +150,10 @@ class BinlogCdcMetricsListener(StreamingQueryListener):
         self.snapshot_eta = Gauge(f"{ns}_snapshot_eta_seconds", "Estimated seconds until the "
                                   "snapshot is read (NaN while unknown, 0 when done)", LABELS,
                                   registry=self.registry)
+        self.data_loss = Counter(f"{ns}_data_loss_resnapshots", "Re-snapshots of the captured "
+                                 "tables after their binlog was found purged "
+                                 "(onDataLoss=resnapshot)", LABELS, registry=self.registry)
+        self._losses: set = set()      # (query id, where the lost binlog began) counted
         self._gauges = (self.lag_seconds, self.behind_bytes, self.behind_transactions,
                         self.last_progress, self.snapshot_tables_left, self.snapshot_rate,
                         self.snapshot_eta)
@@ -193,6 +200,7 @@ class BinlogCdcMetricsListener(StreamingQueryListener):
         labels = (str(name), qid)
         lag = behind = txs = snap_left = None
         snaps = []
+        losses: set = set()
         rows = 0
         for src, d in reports:
             snap = d.get("snapshot")
@@ -201,6 +209,8 @@ class BinlogCdcMetricsListener(StreamingQueryListener):
                 snap_left = max(snap_left or 0, int(left or 0))
                 if isinstance(snap, dict):
                     snaps.append(snap)
+                    if snap.get("lost"):
+                        losses.add((qid, str(snap["lost"])))
             n = _number(_get(src, "numInputRows", 0))
             rows += int(n) if n and n > 0 else 0
             # several binlog-cdc sources in one query: report the worst of them
@@ -229,6 +239,9 @@ class BinlogCdcMetricsListener(StreamingQueryListener):
             if txs is not None:
                 self.behind_transactions.labels(*labels).set(txs)
             self.rows.labels(*labels).inc(rows)
+            for loss in losses - self._losses:
+                self._losses.add(loss)
+                self.data_loss.labels(*labels).inc()
             self.last_progress.labels(*labels).set(time.time())
             self.events += 1
         return True
@@ -285,7 +298,7 @@ class BinlogCdcMetricsListener(StreamingQueryListener):
                 self._remove_state(labels)
 
     def _remove(self, labels: tuple[str, str]) -> None:
-        for m in (*self._gauges, self.rows):
+        for m in (*self._gauges, self.rows, self.data_loss):
             try:
                 m.remove(*labels)
             except KeyError:

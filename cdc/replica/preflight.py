@@ -136,10 +136,14 @@ def duration_text(seconds: float) -> str:
 
 
 def retention_finding(v: dict, where: str, *, snapshot_seconds: float | None = None,
-                      snapshot_what: str = "") -> Finding:
+                      snapshot_what: str = "", batch_seconds: float | None = None,
+                      batch_what: str = "") -> Finding:
     """The binlog retention against the time an initial snapshot takes (*snapshot_seconds*,
-    estimated; None: no snapshot): the binlog from the snapshot's start must still be there when
-    the stream reads it. Without a snapshot, how long a stopped stream can stay stopped."""
+    estimated; None: no snapshot) and one batch of it (*batch_seconds*; None: the whole
+    snapshot is one batch). The snapshot reads the binlog along, batch by batch: the binlog
+    from a batch's start must still be there when the stream reads it (FAIL otherwise); a
+    retention shorter than the whole snapshot is a WARN (a stop during the snapshot must be
+    shorter). Without a snapshot, how long a stopped stream can stay stopped."""
     kept, setting = retention_seconds(v)
     if kept is None:
         return Finding(PASS, "retention", f"binlogs are kept until purged by hand ({setting})")
@@ -147,16 +151,31 @@ def retention_finding(v: dict, where: str, *, snapshot_seconds: float | None = N
     if snapshot_seconds is None:
         return Finding(PASS, "retention", f"{text}: a stream stopped for longer must start over")
     need = f"{duration_text(snapshot_seconds)}{snapshot_what}"
+    whole = batch_seconds is None or batch_seconds >= snapshot_seconds
+    batch = snapshot_seconds if whole else batch_seconds
     fix = (f"raise it to at least twice that (SET GLOBAL binlog_expire_logs_seconds = "
-           f"{int(max(2 * snapshot_seconds, 3600))}, and in my.cnf)")
-    if kept <= snapshot_seconds:
+           f"{int(max(2 * batch, 3600))}, and in my.cnf)")
+    if kept <= batch:
+        if whole:
+            return Finding(FAIL, "retention", (
+                f"{text} on {where}, less than the initial snapshot's estimated {need}: the "
+                f"binlog from the snapshot's start would be purged before the stream reads it; "
+                f"{fix}"), BinlogPurgedError)
         return Finding(FAIL, "retention", (
-            f"{text} on {where}, less than the initial snapshot's estimated {need}: the binlog "
-            f"from the snapshot's start would be purged before the stream reads it; {fix}"),
-            BinlogPurgedError)
-    if kept < 2 * snapshot_seconds:
-        return Finding(WARN, "retention", f"{text}, less than twice the initial snapshot's "
-                                          f"estimated {need}; {fix}")
+            f"{text} on {where}, less than one snapshot batch's estimated "
+            f"{duration_text(batch)}{batch_what}: the binlog from a batch's start would be purged "
+            f"before the stream reads it; {fix}, or make batches smaller "
+            f"(snapshotRowsPerTrigger)"), BinlogPurgedError)
+    if kept < 2 * batch:
+        what = "the initial snapshot's" if whole else "one snapshot batch's"
+        return Finding(WARN, "retention", f"{text}, less than twice {what} estimated "
+                                          f"{need if whole else duration_text(batch)}; {fix}")
+    if kept <= snapshot_seconds:
+        return Finding(WARN, "retention", (
+            f"{text}, less than the initial snapshot's estimated {need}: nothing is lost while "
+            f"the query runs (each snapshot batch reads the binlog along{batch_what}), but a "
+            f"query stopped during the snapshot for longer than the retention resumes only with "
+            f"onDataLoss=resnapshot (or a new snapshot)"))
     return Finding(PASS, "retention", f"{text}; the initial snapshot takes about {need}")
 
 

@@ -25,11 +25,15 @@ from cdc.errors import ConfigurationError
 from cdc.replica.metadata import ServerColumn, read_columns
 from cdc.replica.server import system_schemas_sql, table_unique_keys
 
-__all__ = ["SnapshotTable", "list_tables", "choose_key", "describe_table",
+__all__ = ["SNAPSHOT_BATCH_ROWS", "SnapshotTable", "list_tables", "choose_key", "describe_table",
            "encode_key", "decode_key", "range_condition", "next_bound", "count_rows",
            "estimated_rows", "quote_name"]
 
 log = logging.getLogger("cdc.snapshot")
+
+#: Rows of one micro-batch of a stream's snapshot at most (the stream's snapshotRowsPerTrigger
+#: default): the binlog is read along in each batch, so it must be kept for one batch's time
+SNAPSHOT_BATCH_ROWS = 500_000
 
 Query = Callable[..., list]
 

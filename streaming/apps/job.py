@@ -283,7 +283,7 @@ def checks(cfg: JobConfig) -> list:
     f = opts.table_filter()
     return run_checks(opts.replica_config(), include=f.include if f else (),
                       exclude=f.exclude if f else (), snapshot=opts.snapshot, upsert=True,
-                      sink_check=sink_check)
+                      sink_check=sink_check, batch_rows=opts.snapshot_batch_rows())
 
 
 def start(spark, cfg: JobConfig, upserter=None):

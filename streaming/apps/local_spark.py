@@ -132,17 +132,78 @@ def quiet_start() -> dict[str, str]:
     return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2}"}
 
 
-def local_spark(app_name: str = "binlog-cdc", cores: int = 2):
+#: Maven coordinates of the table-format connectors by Spark minor version (docs/sinks.md)
+CONNECTORS = {
+    "delta": {"4.0": "io.delta:delta-spark_4.0_2.13:4.4.0",
+              "4.1": "io.delta:delta-spark_4.1_2.13:4.4.0",
+              "4.2": "io.delta:delta-spark_4.2_2.13:4.4.0"},
+    "iceberg": {"4.0": "org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.10.1",
+                "4.1": "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"},
+}
+#: the name of the Iceberg catalog of a local session (a Hadoop catalog in its warehouse)
+ICEBERG_CATALOG = "iceberg"
+
+
+def connector(fmt: str, spark_version: str | None = None) -> str:
+    """The Maven coordinates of *fmt*'s connector for this PySpark (or *spark_version*);
+    :class:`~cdc.errors.ConfigurationError` when no release supports it."""
+    from cdc.errors import ConfigurationError
+    if spark_version is None:
+        import pyspark
+        spark_version = pyspark.__version__
+    minor = ".".join(spark_version.split(".")[:2])
+    found = CONNECTORS.get(fmt, {}).get(minor)
+    if found is None:
+        have = ", ".join(sorted(CONNECTORS.get(fmt, {}))) or "none"
+        raise ConfigurationError(f"no {fmt} connector release supports Spark {spark_version} "
+                                 f"(Spark versions with one: {have}); run a PySpark of those")
+    return found
+
+
+def format_settings(formats, warehouse: str | None = None) -> dict[str, str]:
+    """The settings of a session that writes *formats* (``delta``, ``iceberg``): the
+    connectors' jars (``spark.jars.packages``, fetched once into ``~/.cache/binlog-cdc/ivy``),
+    their SQL extensions, delta-spark's catalog as the session catalog, and
+    :data:`ICEBERG_CATALOG`, a Hadoop catalog in *warehouse*."""
+    formats = list(formats)
+    if not formats:
+        return {}
+    unknown = [f for f in formats if f not in CONNECTORS]
+    if unknown:
+        from cdc.errors import ConfigurationError
+        raise ConfigurationError(f"table formats {unknown}: use delta and/or iceberg")
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    out = {"spark.jars.packages": ",".join(connector(f) for f in formats),
+           "spark.jars.ivy": os.path.join(cache, "binlog-cdc", "ivy")}
+    ext = []
+    if "delta" in formats:
+        ext.append("io.delta.sql.DeltaSparkSessionExtension")
+        out["spark.sql.catalog.spark_catalog"] = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+    if "iceberg" in formats:
+        if not warehouse:
+            from cdc.errors import ConfigurationError
+            raise ConfigurationError("an Iceberg session needs a warehouse directory")
+        ext.append("org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+        cat = f"spark.sql.catalog.{ICEBERG_CATALOG}"
+        out.update({cat: "org.apache.iceberg.spark.SparkCatalog", f"{cat}.type": "hadoop",
+                    f"{cat}.warehouse": warehouse})
+    out["spark.sql.extensions"] = ",".join(ext)
+    return out
+
+
+def local_spark(app_name: str = "binlog-cdc", cores: int = 2, formats=(),
+                warehouse: str | None = None):
     """``local[cores]``, no UI or console progress bars, UTC session time zone, 2 shuffle
     partitions, Python workers on this interpreter (through :func:`worker_python`'s launcher
     unless ``PYSPARK_PYTHON`` names one), a quiet start (:func:`quiet_start`), log level ERROR
     once started, the checkpoint writer of :data:`FILE_SYSTEM_CHECKPOINTS` (its checkpoints
-    are local)."""
+    are local). *formats*: the table formats it writes with Spark (:func:`format_settings`)."""
+    settings = format_settings(formats, warehouse)
     if "PYSPARK_PYTHON" not in os.environ:     # (setdefault would build the launcher anyway)
         os.environ["PYSPARK_PYTHON"] = worker_python()
     from pyspark.sql import SparkSession
     builder = SparkSession.builder.master(f"local[{cores}]").appName(app_name)
-    for key, value in quiet_start().items():
+    for key, value in {**quiet_start(), **settings}.items():
         builder = builder.config(key, value)
     spark = (builder
              .config("spark.ui.enabled", "false")

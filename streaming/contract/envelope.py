@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from cdc.positions import binlog_file_number
 
-__all__ = ["ENVELOPE_FIELDS", "UPSERT_FIELDS", "seq"]
+__all__ = ["ENVELOPE_FIELDS", "UPSERT_FIELDS", "SCHEMA_CHANGE", "seq"]
 
 #: the envelope's columns, in order (:func:`streaming.contract.spark_schema.envelope_schema`;
 #: the source option ``fields`` picks among them)
@@ -26,6 +26,8 @@ ENVELOPE_FIELDS = ("op", "db", "table", "before", "after", "key", "ts_ms", "sour
 #: the envelope columns the sinks read (``schema_change`` too, when the stream has it): option
 #: ``fields`` for a stream into a sink
 UPSERT_FIELDS = ("op", "db", "table", "before", "after", "seq")
+#: the column of the schema-change records (op ``s``) of a stream with ``includeSchemaChanges``
+SCHEMA_CHANGE = "schema_change"
 
 
 def seq(file: str, pos: int, row: int) -> str:

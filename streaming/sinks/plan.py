@@ -1,184 +1,305 @@
-"""The last change per primary key of one table's changes, in Arrow compute (no per-row Python):
-the fast path of :class:`streaming.sinks.delta.upserter.DeltaUpserter` for JSON row images
-(:func:`last_changes`) and for typed mode's struct images (:func:`last_changes_typed`: the
-structs' children are the columns, no JSON at all; 100k changes in ~0.1 s against ~0.6 s for
-JSON images and ~2 s for the per-value walk typed images took before).
+"""The upsert plan both sinks follow (:class:`~streaming.sinks.delta.upserter.DeltaUpserter`
+with delta-rs, :class:`~streaming.sinks.spark.merge.SparkMerge` with Spark's MERGE): what a batch
+of changes does to one target table, whatever writes it.
 
-Same result, row for row and in the same order, as the upserter's dict walk over the changes
-in ``seq`` order (``_last_changes_fast``, kept as the reference the tests compare with):
-
-* every change is a candidate at position ``2 i + 1`` with its key: the after image's for
-  inserts/updates/snapshot rows, the before image's for deletes;
-* an update whose key changed adds a delete of the old key at ``2 i`` (it loses to anything
-  at or after change *i* with that key, and wins over anything before it);
-* per key the candidate with the highest position wins (``group_by(...).aggregate(max)``);
-* the winners from after images come first, then those from before images, each side in
-  position order (the dict's insertion order of the reference).
-
-Keys are compared as Arrow values; a floating-point key (``-0.0 == 0.0`` in Python, not in a
-hash) raises :class:`~streaming.sinks.json_images.NotFast` so the caller takes the reference path.
+* **Last change per key.** Every row change is a candidate for its key (the after image's for
+  inserts, updates and snapshot rows, the before image's for deletes) at rank
+  :data:`RANK_CHANGE`; an update whose key changed adds a delete of the old key at rank
+  :data:`RANK_MOVED_AWAY` (it loses to the change itself and to anything later with that key,
+  and wins over anything before). Per key the candidate with the highest ``(seq, rank)`` wins.
+* **The MERGE** (:func:`merge_clauses`): matched and a delete -> delete; matched -> update every
+  column; not matched and not a delete -> insert; after a TRUNCATE also: a target row no change
+  writes -> delete.
+* **TRUNCATE in order** (:meth:`TablePlan.cut`): what came before a table's last truncate (or
+  DROP / CREATE TABLE) in the batch is superseded; only the changes after it are merged, with
+  the truncate's clause.
+* **Schema-change lineage** (:func:`plan_table`): the batch's DDL records of the table in
+  ``seq`` order are steps from one shape (columns, key) to the next; a row image before a step
+  is read through the steps after it: each column of the final shape comes from a column of the
+  image (renames followed back) or is the value the DDL gave existing rows (:class:`Shape`'s
+  ``fill``: the record's DEFAULT, MySQL's implicit default of a NOT NULL column, null).
+* **Keyless tables are refused** (:func:`refuse_keyless`).
 """
 
 from __future__ import annotations
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+from decimal import Decimal
+from typing import Callable, NamedTuple
 
-from streaming.sinks.json_images import NotFast, as_type, read_images
+from cdc.binlog.constants import ColumnType as T
+from cdc.errors import ConfigurationError, SchemaError
+from cdc.schema.columns import charset_collation, server_column
+from cdc.schema.ddl import CreateTable, parse_ddl
+from cdc.values.types import ColumnDef
 
-__all__ = ["by_table", "last_changes", "last_changes_typed", "last_truncate"]
+__all__ = ["OP_COLUMN", "RANK_CHANGE", "RANK_MOVED_AWAY", "merge_clauses", "refuse_keyless",
+           "record_columns", "implicit_default", "Shape", "Step", "TableEvents", "TablePlan",
+           "plan_table", "RESNAPSHOT"]
 
-_POS, _SIDE, _ROW, _OP = "__pos", "__side", "__row", "__op"
-
-
-def _indices(mask: pa.Array) -> np.ndarray:
-    return np.flatnonzero(mask.to_numpy(zero_copy_only=False))
-
-
-def last_changes(ops: pa.Array, befores: pa.Array, afters: pa.Array, schema: pa.Schema,
-                 read_schema: pa.Schema, names: list[str], primary_key: list[str],
-                 op_column: str) -> pa.Table:
-    """The last change per key of the changes (*ops*, *befores*, *afters*: JSON texts, in
-    ``seq`` order) as a table of *schema* plus *op_column*; :class:`NotFast` when the images
-    need the per-value path."""
-    ops, befores, afters, is_d, a_at, b_at = _sides(ops, befores, afters, schema, primary_key)
-    a = read_images(_take(afters, a_at), schema, read_schema, names)
-    b = read_images(_take(befores, b_at), schema, read_schema, primary_key)
-    return _last_of(ops, is_d, a_at, a, b_at, b, schema, primary_key, op_column)
+OP_COLUMN = "_cdc_op"     # the change kind carried next to the columns in the MERGE source
+RANK_MOVED_AWAY = 0       # the delete of an update's old key
+RANK_CHANGE = 1           # the change itself
+RESNAPSHOT = ("re-snapshot the table into a new target table (the source's option signalTable, "
+              "docs/snapshot.md), or migrate the target table by hand")
 
 
-def last_changes_typed(ops: pa.Array, befores: pa.Array, afters: pa.Array, schema: pa.Schema,
-                       primary_key: list[str], op_column: str, convert=None) -> pa.Table:
-    """:func:`last_changes` of typed-mode images (*befores*, *afters*: struct arrays whose
-    fields are *schema*'s columns): no JSON at all. *convert*: ``{column: function(Arrow
-    array) -> Arrow array of the schema's type}`` for the columns whose typed-mode type is not
-    their Delta type (TIME); any other difference is a cast. :class:`NotFast` when the structs'
-    fields are not the schema's columns."""
-    ops, befores, afters, is_d, a_at, b_at = _sides(ops, befores, afters, schema, primary_key)
-    a = _typed_table(_take(afters, a_at), schema, convert)
-    b = _typed_table(_take(befores, b_at), schema, convert)
-    return _last_of(ops, is_d, a_at, a, b_at, b, schema, primary_key, op_column)
+def merge_clauses(truncate: bool) -> list[tuple[str, str | None]]:
+    """The MERGE's clauses in order, ``(kind, condition on the source row s)``: ``delete``
+    (matched), ``update`` (matched: every column), ``insert`` (not matched), and after a
+    truncate ``delete_unmatched`` (target rows no change matches)."""
+    op = f"s.{OP_COLUMN}"
+    out = [("delete", f"{op} = 'd'"), ("update", f"{op} <> 'd'"), ("insert", f"{op} <> 'd'")]
+    if truncate:
+        out.append(("delete_unmatched", None))
+    return out
 
 
-def _take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
-    """*arr*'s elements at *rows* (ascending indexes): *arr* itself when that is all of them."""
-    return arr if len(rows) == len(arr) else arr.take(pa.array(rows))
+def refuse_keyless(who: str, db: str, table: str, primary_key) -> None:
+    if not primary_key:
+        raise ConfigurationError(
+            f"{who}: {db}.{table} has no primary key; upserts need a primary key to match "
+            f"changes to rows (add one, or leave the table out with excludeTables)")
 
 
-def _typed_table(structs: pa.Array, schema: pa.Schema, convert) -> pa.Table:
-    t = structs.type
-    if [t.field(i).name for i in range(t.num_fields)] != schema.names:
-        raise NotFast("the images' fields are not the table's columns")
-    # every struct taken is an image (_sides: no change lacks the one it needs), so the
-    # children are the values as they are
-    columns = [convert[f.name](structs.field(i)) if convert and f.name in convert
-               else as_type(structs.field(i), f.type) for i, f in enumerate(schema)]
-    return pa.Table.from_arrays(columns, schema=schema)
+# --- shapes and steps -----------------------------------------------------------------------------
+
+_ZERO_TEMPORAL = {"date": "0000-00-00", "datetime": "0000-00-00 00:00:00", "year": 0,
+                  "time": "00:00:00"}
 
 
-def _sides(ops, befores, afters, schema, primary_key):
-    """Checks, and the change indexes of the after images (every non-delete) and of the
-    before images that count (deletes, updates)."""
-    if any(pa.types.is_floating(schema.field(k).type) for k in primary_key):
-        raise NotFast("a floating-point primary key")
-    ops = ops.combine_chunks() if isinstance(ops, pa.ChunkedArray) else ops
-    befores = befores.combine_chunks() if isinstance(befores, pa.ChunkedArray) else befores
-    afters = afters.combine_chunks() if isinstance(afters, pa.ChunkedArray) else afters
-    is_d = pc.fill_null(pc.equal(ops, "d"), False)
-    if pc.any(pc.and_(is_d, pc.is_null(befores))).as_py():
-        raise NotFast("a delete without a before image")
-    if pc.any(pc.and_(pc.invert(is_d), pc.is_null(afters))).as_py():
-        raise NotFast("a change without an after image")
-    has_b = pc.and_(pc.is_valid(befores), pc.is_in(ops, value_set=pa.array(["d", "u"])))
-    a_at = _indices(pc.invert(is_d))                # change index of each after-image row
-    b_at = _indices(has_b)                          # change index of each before-image row
-    return ops, befores, afters, is_d, a_at, b_at
+def _column_def(i: int, c: dict) -> ColumnDef:
+    ctype = str(c["type"])
+    quoted = "`" + str(c["name"]).replace("`", "``") + "`"
+    stmt = parse_ddl(f"CREATE TABLE t ({quoted} {ctype})", mariadb=False)
+    if not isinstance(stmt, CreateTable) or len(stmt.columns) != 1:
+        raise SchemaError(f"schema change: column {c['name']} has a type {ctype!r} binlog-cdc "
+                          f"cannot read")
+    charset = c.get("charset") or "utf8mb4"
+    try:
+        coll = charset_collation("binary" if charset == "binary" else charset)
+    except Exception:           # an unknown character set: the text stays text
+        coll = charset_collation("utf8mb4")
+    col = server_column(stmt.columns[0], coll)._replace(nullable=bool(c.get("nullable", True)))
+    out = col.column_def(i)
+    if out is None:
+        raise SchemaError(f"schema change: column {c['name']} has type {ctype}, which the "
+                          f"sinks cannot map to a table type")
+    return out
 
 
-def _last_of(ops, is_d, a_at, a, b_at, b, schema, primary_key, op_column) -> pa.Table:
-    """The winners among the after images *a* (of changes *a_at*) and before images *b* (of
-    changes *b_at*)."""
-    ops_np = ops.to_numpy(zero_copy_only=False)
-    if not len(b_at) and _unique(a, primary_key):
-        # inserts and snapshot rows of distinct keys (a bulk load, a snapshot chunk): each
-        # change is its key's last, in order -- what the candidates below would pick
-        return a.append_column(pa.field(op_column, pa.string()),
-                               pa.array(ops_np[a_at], pa.string()))
-
-    def cand(table, rows, at, pos, op):
-        cols = {k: table.column(k).take(pa.array(rows, pa.int64())) for k in primary_key}
-        cols[_POS] = pa.array(pos, pa.int64())
-        cols[_SIDE] = pa.array(np.full(len(rows), table is b, dtype=np.int8))
-        cols[_ROW] = pa.array(rows, pa.int64())
-        cols[_OP] = pa.array(op, pa.string())
-        return pa.table(cols)
-
-    parts = [cand(a, np.arange(len(a_at)), a_at, 2 * a_at + 1, ops_np[a_at])]
-    b_op = ops_np[b_at]
-    d_rows = np.flatnonzero(b_op == "d")
-    parts.append(cand(b, d_rows, b_at[d_rows], 2 * b_at[d_rows] + 1,
-                      np.full(len(d_rows), "d", dtype=object)))
-    u_rows = np.flatnonzero(b_op == "u")            # updates with a before image
-    if len(u_rows):
-        a_row_of = np.cumsum(~is_d.to_numpy(zero_copy_only=False)) - 1
-        new_rows = a_row_of[b_at[u_rows]]
-        changed = None
-        for k in primary_key:
-            old = b.column(k).take(pa.array(u_rows, pa.int64()))
-            new = a.column(k).take(pa.array(new_rows, pa.int64()))
-            same = pc.or_(pc.fill_null(pc.equal(old, new), False),
-                          pc.and_(pc.is_null(old), pc.is_null(new)))
-            diff = pc.invert(same)
-            changed = diff if changed is None else pc.or_(changed, diff)
-        moved = u_rows[_indices(changed)]
-        if len(moved):
-            parts.append(cand(b, moved, b_at[moved], 2 * b_at[moved],
-                              np.full(len(moved), "d", dtype=object)))
-    cands = pa.concat_tables(parts)
-    best = cands.group_by(primary_key, use_threads=False).aggregate([(_POS, "max")])
-    won = cands.filter(pc.is_in(cands.column(_POS), value_set=best.column(_POS + "_max")))
-    won = won.take(pc.sort_indices(won.column(_POS)))
-    out, op_parts = [], []
-    for side, table in ((0, a), (1, b)):
-        pick = won.filter(pc.equal(won.column(_SIDE), pa.scalar(side, pa.int8())))
-        if pick.num_rows:
-            out.append(table.take(pick.column(_ROW)))
-            op_parts.append(pick.column(_OP))
-    result = pa.concat_tables(out) if out else schema.empty_table()
-    op = (pa.chunked_array([c for p in op_parts for c in p.chunks], pa.string()) if op_parts
-          else pa.array([], pa.string()))
-    return result.append_column(pa.field(op_column, pa.string()), op)
+def record_columns(record: dict) -> list[ColumnDef]:
+    """The columns of a schema-change record as :class:`~cdc.values.types.ColumnDef`."""
+    pk = set(record.get("primary_key") or [])
+    cols = [_column_def(i, c) for i, c in enumerate(record["columns"])]
+    for c in cols:
+        c.primary_key = c.name in pk
+    return cols
 
 
-def _unique(table: pa.Table, keys: list[str]) -> bool:
-    """Whether no two rows of *table* have the same *keys* (nulls equal, as in a group-by)."""
-    if len(keys) == 1:
-        return pc.count_distinct(table.column(keys[0]), mode="all").as_py() == table.num_rows
-    return table.select(keys).group_by(keys, use_threads=False).aggregate([]).num_rows \
-        == table.num_rows
+def implicit_default(col: ColumnDef, data_type: str):
+    """The JSON-image value MySQL gives existing rows for a NOT NULL column added without a
+    DEFAULT (None: not known)."""
+    rt = col.real_type
+    if rt in (T.ENUM,):
+        return col.enum_values[0] if col.enum_values else ""
+    if data_type in _ZERO_TEMPORAL:
+        return _ZERO_TEMPORAL[data_type]
+    if rt in (T.TIMESTAMP, T.TIMESTAMP2, T.GEOMETRY, T.JSON, T.VECTOR):
+        return None
+    if rt in (T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.BIT):
+        return 0
+    if rt in (T.FLOAT, T.DOUBLE, T.NEWDECIMAL):
+        return Decimal(0)
+    return ""               # text, binary (base64 of b''), SET
 
 
-def by_table(changes: pa.Table):
-    """``((db, table), changes of that table in seq order)``, tables in order of appearance."""
-    keys = changes.select(["db", "table"]).group_by(["db", "table"], use_threads=False)
-    keys = keys.aggregate([])
-    for db, name in zip(keys.column("db").to_pylist(), keys.column("table").to_pylist()):
-        part = changes
-        if keys.num_rows > 1:
-            part = changes.filter(pc.and_kleene(_same(changes.column("db"), db),
-                                                _same(changes.column("table"), name)))
-        seq = part.column("seq")
-        if len(seq) > 1 and not pc.all(pc.greater_equal(seq[1:], seq[:-1])).as_py():
-            part = part.take(pc.sort_indices(part, [("seq", "ascending")]))   # stable
-        yield (db, name), part
 
 
-def _same(col, value):
-    return pc.is_null(col) if value is None else pc.fill_null(pc.equal(col, value), False)
+class Shape:
+    """A table's shape after a schema-change record: columns, key, and what the columns the
+    record added hold in the rows that existed before (``fill``: JSON-image values; ``unknown``:
+    column -> why its value is not known)."""
+
+    def __init__(self, db: str, table: str, record: dict):
+        self.record = record
+        self.specs = record["columns"]
+        self.columns: list[ColumnDef] = record_columns(record)
+        self.primary_key = list(record.get("primary_key") or [])
+        self.names = [c.name for c in self.columns]
+        self.fill: dict[str, object] = {}
+        self.unknown: dict[str, str] = {}
+        for spec, col in zip(record["columns"], self.columns):
+            if spec.get("default_expr"):
+                self.unknown[col.name] = (
+                    f"column {col.name} is added with the expression default of "
+                    f"{db}.{table}'s DDL {record.get('ddl')!r}, whose value in existing rows is "
+                    f"not in the binlog")
+            elif spec.get("default") is not None:
+                self.fill[col.name] = spec["default"]
+            elif spec.get("nullable", True):
+                self.fill[col.name] = None
+            else:
+                v = implicit_default(col, str(spec["type"]).split("(")[0].split()[0].lower())
+                if v is None:
+                    self.unknown[col.name] = (
+                        f"column {col.name} ({spec['type']} NOT NULL, no DEFAULT) is added by "
+                        f"{db}.{table}'s DDL {record.get('ddl')!r}; the value MySQL gave "
+                        f"existing rows is not known")
+                self.fill[col.name] = v
+
+    @classmethod
+    def of_columns(cls, columns: list[ColumnDef], primary_key: list[str]) -> "Shape":
+        """A shape known from a table definition (no record: nothing to fill)."""
+        self = cls.__new__(cls)
+        self.record, self.specs = None, None
+        self.columns, self.primary_key = list(columns), list(primary_key)
+        self.names = [c.name for c in columns]
+        self.fill, self.unknown = {}, {}
+        return self
 
 
-def last_truncate(part: pa.Table) -> int | None:
-    """The index of the last TRUNCATE (op ``t``) among *part*'s changes, or None."""
-    at = _indices(pc.fill_null(pc.equal(part.column("op"), "t"), False))
-    return int(at[-1]) if len(at) else None
+class Step:
+    """One record applied to a table: from the columns *prev* (names; None: not known) to
+    *shape*, columns renamed by *renamed* (``{old: new}``)."""
+
+    def __init__(self, seq: str, prev: list[str] | None, shape: Shape, renamed: dict):
+        self.seq, self.prev, self.shape = seq, prev, shape
+        self.renamed = dict(renamed or {})
+        self.inverse = {new: old for old, new in self.renamed.items()}
+
+    def source(self, name: str, old) -> str | None:
+        """The old column the new column *name* comes from (None: added); *old*: the names
+        before the step."""
+        if name in self.inverse:
+            return self.inverse[name]
+        return name if name in old and name not in self.renamed else None
+
+
+# --- one table's plan -----------------------------------------------------------------------------
+
+
+class TableEvents(NamedTuple):
+    """A table's TRUNCATE (op ``t``) and schema-change (op ``s``: the record) changes of a batch,
+    ``[(seq, op, record or None)]`` in ``seq`` order."""
+
+    db: str
+    table: str
+    events: list
+
+
+class Origin(NamedTuple):
+    """Where a final column's value comes from in the rows before some step: the image's
+    column *name* (None: none), else *fill* (a JSON-image value; *unknown*: why it is not
+    known, None when it is); *present*: the image's column only when the image has it (the
+    shape before the batch is not known)."""
+
+    name: str | None
+    fill: object = None
+    unknown: str | None = None
+    present: bool = False
+
+
+class TablePlan:
+    """What a batch does to one table: ``cut`` (the seq of its last truncate, or None),
+    ``final`` (the shape its rows are merged in; None: dropped), ``steps`` (the schema changes
+    after the cut, whose row images are read through them), ``has_ddl``."""
+
+    RANK_CHANGE = RANK_CHANGE
+    RANK_MOVED_AWAY = RANK_MOVED_AWAY
+
+    def __init__(self):
+        self.cut: str | None = None
+        self.final: Shape | None = None
+        self.steps: list[Step] = []
+        self.renaming: list[Step] = []      # every step since the last CREATE (target renames)
+        self.has_ddl = False
+
+    def on(self, t: str, s: str) -> str:
+        """The MERGE's join condition (the key)."""
+        return " AND ".join(f"{t}.`{k}` = {s}.`{k}`" for k in self.final.primary_key)
+
+    def renames(self, have: list[str]) -> list[tuple[str, str]]:
+        """The column renames that bring a target with columns *have* to the final shape, in
+        order (those it already has done left out)."""
+        names, out = list(have), []
+        for st in self.renaming:
+            for old, new in st.renamed.items():
+                if old in names and new not in names:
+                    names[names.index(old)] = new
+                    out.append((old, new))
+        return out
+
+    def origins(self, segment: int) -> dict[str, Origin]:
+        """For the rows before step *segment* (``len(steps)``: after the last one): where each
+        final column comes from."""
+        out = {}
+        for name in self.final.names:
+            out[name] = self._origin(name, segment)
+        return out
+
+    def _origin(self, name: str, segment: int) -> Origin:
+        for st in reversed(self.steps[segment:]):
+            if st.prev is None:                 # not known: the image's column when it has it
+                if name in st.inverse:
+                    name = st.inverse[name]
+                    continue
+                return Origin(name, st.shape.fill.get(name), st.shape.unknown.get(name), True)
+            src = st.source(name, st.prev)
+            if src is None:
+                return Origin(None, st.shape.fill.get(name), st.shape.unknown.get(name))
+            name = src
+        return Origin(name)
+
+    def check_types(self, types: dict[str, str], where: str, same: Callable) -> None:
+        """SchemaError when a target column's type (*types*: name -> the target's type) is not
+        the final shape's (*same(column, type)*)."""
+        bad = [f"column {c.name} is {types[c.name]} in {where} but "
+               f"{c.column_type or c.real_type} in the source" for c in self.final.columns
+               if c.name in types and not same(c, types[c.name])]
+        if bad:
+            raise SchemaError(f"{where} cannot take the source's columns: " + "; ".join(bad)
+                              + f"; {RESNAPSHOT}")
+
+
+def plan_table(ev: TableEvents, before: tuple | None, known: Callable[[], tuple]) -> TablePlan:
+    """The plan of one table's batch (see the module). *before*: ``(column specs, primary
+    key)`` the last schema change applied to the target left (None: not known); *known()*:
+    ``(columns, primary key)`` of the table otherwise (the target's or the server's), asked
+    only when needed."""
+    plan = TablePlan()
+    if before is not None:
+        shape = Shape(ev.db, ev.table, {"columns": before[0], "primary_key": before[1]})
+        prev: list[str] | None = shape.names
+    else:
+        shape, prev = None, None
+    for seq, op, rec in ev.events:
+        if op == "t":
+            plan.cut, plan.steps = seq, []
+            continue
+        plan.has_ddl = True
+        kind = str(rec.get("type") or "").upper()
+        if rec.get("renamed_from"):
+            raise SchemaError(
+                f"SparkMerge: {ev.db}.{ev.table} is renamed from {rec['renamed_from']} by "
+                f"{rec.get('ddl')!r}; SparkMerge does not move a table's rows to a new name: "
+                f"use DeltaUpserter, or {RESNAPSHOT}")
+        if kind == "DROP":
+            plan.cut, plan.steps, plan.renaming = seq, [], []
+            shape, prev = None, None
+            continue
+        if rec.get("columns") is None:
+            raise SchemaError(f"{ev.db}.{ev.table}: the schema change {rec.get('ddl')!r} has no "
+                              f"column list; {RESNAPSHOT}")
+        new = Shape(ev.db, ev.table, rec)
+        if kind == "CREATE":
+            plan.cut, plan.steps, plan.renaming = seq, [], []
+            prev = []
+        step = Step(seq, prev, new, {} if kind == "CREATE" else rec.get("renamed_columns"))
+        plan.steps.append(step)
+        plan.renaming.append(step)
+        shape, prev = new, new.names
+    if shape is None and not plan.has_ddl:
+        columns, key = known()
+        shape = Shape.of_columns(columns, key)
+    plan.final = shape
+    return plan

@@ -10,7 +10,7 @@ Streaming (a live server, over the replication protocol)::
           .option("includeTables", "shop.*").option("maxEventsPerTrigger", 50000)
           .load())
 
-Batch (archived binlog files)::
+Batch (archived binlog files, :mod:`streaming.source.files`)::
 
     df = spark.read.format("binlog-cdc").load("/backups/binlogs/mysql-bin.*")
 
@@ -41,8 +41,10 @@ How a stream works
 * Transactions of other tables only (:func:`streaming.source.planning.holds_quiet`) hold the offset
   until ``idleAdvanceBytes`` of them wait or ``idleAdvanceIntervalMs`` passed (a busy other
   database makes no micro-batch per trigger); a batch's tasks do not read them first.
-* Purged binlogs: with ``failOnDataLoss=true`` (default) the query stops with an error naming
-  the missing file; with ``false`` the purged range is skipped (a warning is logged).
+* Purged binlogs (option ``onDataLoss``): ``fail`` (default) stops the query with an error
+  naming the missing file; ``skip`` skips the purged range (a warning is logged);
+  ``resnapshot`` re-reads the captured tables from the binlog end (see
+  :mod:`streaming.source.snapshot`).
 * The schema history (column names, charsets... of tables whose table maps lack them) is kept
   by the driver, carried in the offsets and given to each chunk as of its start: a restarted
   query decodes with the tables' shapes of its checkpoint's position
@@ -60,12 +62,9 @@ import logging
 import time
 from typing import Iterator
 
-from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
-                                    InputPartition)
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from cdc.binlog.files import BinlogFileReader, EarlierPrepared
-from cdc.binlog.transactions import TransactionAssembler
 from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
 from cdc.positions import Position, Start, parse_gtid_state
 from cdc.replica.history_state import restore_history, use_history
@@ -76,16 +75,17 @@ from streaming._compat import (LegacyOffsets, ReadAllAvailable, ReadLimit, ReadM
 from streaming.source.batches import BatchBuilder, record_batches
 from streaming.source.bounded import BoundedBatchReader
 from streaming.contract.tables import columns_from_server
-from streaming.source.driver import Driver, preflight, replica_client
+from streaming.source.driver import DATA_LOSS_FIX, Driver, preflight, replica_client
 from streaming.source.options import SourceOptions
 from streaming.source.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, after_anchor, choose,
                                 decided_in, delivered_before, delivers_nothing, holds_quiet,
                                 lag_report, skip_set, need_scan, plan_chunks,
                                 quiet_until)
 from streaming.contract.flat import flat_schema, flatten_batches
+from streaming.source.files import FileBatchReader, columns_from_files
 from streaming.source.flat_reader import FlatBatchReader
+from streaming.source.schema_history import StreamHistory
 from streaming.contract.spark_schema import JSON_SCHEMA, typed_schema, with_fields, with_schema_changes
-from streaming.source.storage import list_files, storage_for
 from streaming.source import snapshot
 from streaming.source.spark_errors import user_errors
 
@@ -187,71 +187,6 @@ class BinlogCdcDataSource(DataSource):
 
 
 # ===================================================================================================
-# batch: archived binlog files
-# ===================================================================================================
-
-
-class FilePartition(InputPartition):
-    """One binlog file: an absolute local path, or a URL (``s3://...``)."""
-
-    def __init__(self, path: str):
-        super().__init__(path)
-        self.path = path
-
-
-def columns_from_files(opts: SourceOptions, db: str, table: str):
-    """The column definitions of *db.table* from the first TABLE_MAP for it in the files."""
-    from cdc.binlog.events import TableMapEvent
-    want = (db.lower(), table.lower())
-    st = storage_for(opts.paths, opts.storage)
-    for path in list_files(opts.paths, opts.storage):
-        for ev in BinlogFileReader([path], storage=st, row_decoder=opts.row_decoder).events():
-            if isinstance(ev, TableMapEvent):
-                tmap = ev.table
-                if (tmap.schema.lower(), tmap.table.lower()) == want:
-                    if any(c.name is None for c in tmap.columns):
-                        raise ConfigurationError(
-                            f"option table: the binlog's TABLE_MAP of {db}.{table} has no column "
-                            f"names (binlog_row_metadata=FULL is needed for typed batch reads)")
-                    return tmap.columns
-    raise ConfigurationError(f"option table: {db}.{table} has no row changes in the given files")
-
-
-@user_errors
-class FileBatchReader(DataSourceReader):
-    """One task per binlog file; each decodes its file with the sans-IO parser."""
-
-    def __init__(self, opts: SourceOptions, schema: StructType, columns):
-        self.opts = opts
-        self.schema = schema
-        self.columns = columns
-
-    def partitions(self):
-        paths = list_files(self.opts.paths, self.opts.storage)
-        if not paths:
-            raise ConfigurationError(f"no binlog files at {', '.join(self.opts.paths)}")
-        return [FilePartition(p) for p in paths]
-
-    def read(self, partition: FilePartition) -> Iterator:
-        builder = BatchBuilder(self.schema, self.columns)
-        st = storage_for([partition.path], self.opts.storage)
-
-        def earlier():      # an XA COMMIT of a transaction prepared in an earlier file
-            paths = list_files(self.opts.paths, self.opts.storage)
-            return paths[:paths.index(partition.path)] if partition.path in paths else []
-        asm = TransactionAssembler(self.opts.table_filter(), missing_prepared=EarlierPrepared(
-            earlier, self.opts.table_filter(), storage=st, row_decoder=self.opts.row_decoder))
-
-        def transactions():
-            for ev in BinlogFileReader([partition.path], storage=st,
-                                       row_decoder=self.opts.row_decoder).events():
-                tx = asm.push(ev)
-                if tx is not None:
-                    yield tx
-        return record_batches(transactions(), builder)
-
-
-# ===================================================================================================
 # streaming
 # ===================================================================================================
 
@@ -279,10 +214,19 @@ class BinlogChunk(InputPartition):
         return f"BinlogChunk({self.index}, {self.file}, {self.start}..{self.end})"
 
 
-def read_past_file_end(read_to, chunk: BinlogChunk) -> bool:
+def read_to_chunk_end(read_to, chunk: BinlogChunk) -> bool:
     """Whether a dump that got to *read_to* (:attr:`ReplicaClient.read_to`) sent all of the
-    chunk's file: its last event, or events of a later file."""
+    chunk: the event ending at its end (of a chunk to its file's end, the file's last one; of a
+    chunk with no transaction, e.g. a new file's first events), or events of a later file."""
     return read_to is not None and (read_to[0] != chunk.file or read_to[1] >= chunk.end)
+
+
+class _Lost(Exception):
+    """The binlog from :attr:`position` on is gone and ``onDataLoss=resnapshot``."""
+
+    def __init__(self, position: Position):
+        super().__init__(str(position))
+        self.position = position
 
 
 @user_errors
@@ -342,7 +286,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if spec.kind == "file":
             logs = d.binary_logs()
             if spec.file not in {n for n, _ in logs}:
-                err = d.purged(spec.file, logs, context="startingPosition")
+                err = d.purged(spec.file, logs, context="startingPosition", start=True)
                 oldest = logs[0][0] if logs else None
                 # only a file before the oldest one was purged (a later one is a mistake)
                 if self.opts.fail_on_data_loss or oldest is None or not _older(spec.file, oldest):
@@ -381,14 +325,33 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latest_offset(self, start: dict, limit: ReadLimit) -> dict:
         d = self.driver
         max_rows, max_bytes = self._limits(limit)
-        if snapshot.in_snapshot(start):
-            end = snapshot.latest_offset(d, self.opts, start, max_rows)
-            self._lag_report = {"snapshot": snapshot.progress(d)}
+        try:
+            if d.lost is not None:          # a replayed batch found its binlog purged
+                raise _Lost(d.lost)
+            if not snapshot.in_snapshot(start):
+                return self._binlog_offset(start, max_rows, max_bytes, snapshotting=False)
+            # a snapshot batch: chunks, and the binlog on from the last batch (snapshot module)
+            state = snapshot.next_state(d, self.opts, start, max_rows)
+            end = self._binlog_offset(start, max_rows, max_bytes, snapshotting=True)
+            self._lag_report = dict(self._lag_report or {},
+                                    snapshot=snapshot.progress(d, start))
+            return snapshot.with_state(end, state)
+        except _Lost as lost:
+            d.lost, d.boundaries, d.scanned_to, d.anchor = None, [], None, None
+            d.schema = StreamHistory(self.opts, d.query)
+            end = snapshot.after_data_loss(d, self.opts, lost.position, d.schema)
+            self._lag_report = {"snapshot": snapshot.progress(d, end)}
             return end
-        d.schema.restore(start, d.recorded(start))   # before d.offset: its GTID probe uses it
+
+    def _binlog_offset(self, start: dict, max_rows, max_bytes, snapshotting: bool) -> dict:
+        """The binlog offset a batch from *start* reads up to. A snapshot batch reads on to
+        the binlog end (its chunks are read later still, availableNow or not) and is never held
+        (:func:`streaming.source.planning.holds_quiet`)."""
+        d = self.driver
         s = d.offset(start)
+        d.schema.restore(start, s)
         target = d.master_status().key
-        if d.available_now_end is not None:
+        if d.available_now_end is not None and not snapshotting:
             target = min(target, d.available_now_end)
         self._anchor(s)
         if need_scan(d.boundaries, d.scanned_to, max_rows, max_bytes, target):
@@ -401,7 +364,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._lag_report = lag_report(offset, d.server_end, logs, d.boundaries, d.scanned_to,
                                       time.time())
         now = time.monotonic()
-        if d.available_now_end is None and holds_quiet(
+        if not snapshotting and d.available_now_end is None and holds_quiet(
                 s, chosen, d.boundaries, target, logs, held_for=now - (self._quiet_since or now),
                 max_bytes=self.opts.idle_advance_bytes, max_seconds=self.opts.idle_advance_s):
             self._quiet_since = self._quiet_since or now
@@ -476,9 +439,10 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     complete = False
                     break
         except BinlogPurgedError as e:
+            if self.opts.on_data_loss == "resnapshot":
+                raise _Lost(last) from None
             if self.opts.fail_on_data_loss:
-                raise BinlogPurgedError(f"{e} (set failOnDataLoss=false to skip lost data)") \
-                    from None
+                raise BinlogPurgedError(f"{e} ({DATA_LOSS_FIX})") from None
             log.warning("data loss: %s; skipping", e)
         finally:
             client.close()
@@ -492,6 +456,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """*last* is in a purged file: fail, or (failOnDataLoss=false) move to the first file."""
         d = self.driver
         err = d.purged(last.file, logs, context=f"stream offset {last}")
+        if self.opts.on_data_loss == "resnapshot":
+            raise _Lost(last)
         if self.opts.fail_on_data_loss:
             raise err
         if not logs:
@@ -510,15 +476,28 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict, end: dict):
         d = self.driver
         self._legacy.planned(start, end, lambda o: d.recorded(o).key)
+        if snapshot.lost_at(end) and snapshot.lost_at(end) != snapshot.lost_at(start):
+            return []           # lost binlog: the re-snapshot that starts at *end* replaces it
+        chunks = self._binlog_partitions(start, end)
         if snapshot.in_snapshot(start):
-            return snapshot.partitions(d, self.opts, start, end)
-        d.schema.restore(start, d.recorded(start))   # before d.offset: its GTID probe uses it
+            # after the binlog's chunks: applied in order, a snapshot row (read after the batch
+            # was planned) comes after the changes it holds
+            chunks += snapshot.partitions(d, self.opts, start, end)
+        return chunks
+
+    def _binlog_partitions(self, start: dict, end: dict) -> list:
+        d = self.driver
         s, e = d.offset(start), d.offset(end)
         if s.same_place(e) or s.key >= e.key:
             return []
+        d.schema.restore(start, s)
         logs = d.binary_logs()
         if s.file not in dict(logs):
             err = d.purged(s.file, logs, context=f"batch start {s}")
+            if self.opts.on_data_loss == "resnapshot":
+                log.warning("%s; the next batch re-snapshots (onDataLoss=resnapshot)", err)
+                d.lost = s
+                return []
             if self.opts.fail_on_data_loss:
                 raise err
             log.warning("%s; skipping the purged files", err)
@@ -631,15 +610,15 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         break
                 else:
                     # The dump ended: at the end of the binlog, or early (a source shutting down
-                    # ends a non-blocking dump with the same EOF). A chunk up to the end of its
-                    # (closed) file ends there only if the dump did send that end.
+                    # ends a non-blocking dump with the same EOF). A chunk whose end no
+                    # transaction ends at (the end of its closed file, or of events that are no
+                    # transaction) ends there only if the dump did send that end.
                     reached = (client.position is not None and
                                client.position.file != chunk.file) or \
-                        (chunk.to_file_end and read_past_file_end(client.read_to, chunk))
+                        read_to_chunk_end(client.read_to, chunk)
             except BinlogPurgedError as e:
                 if opts.fail_on_data_loss:
-                    raise BinlogPurgedError(f"{chunk}: {e} (set failOnDataLoss=false to skip "
-                                            f"lost data)") from None
+                    raise BinlogPurgedError(f"{chunk}: {e} ({DATA_LOSS_FIX})") from None
                 log.warning("%s: data lost, skipped: %s", chunk, e)
                 return None
         finally:

@@ -33,15 +33,22 @@ from streaming.source.schema_history import StreamHistory
 log = logging.getLogger("binlog_cdc.spark")
 
 
+#: What a query whose binlog was purged can do (a task meets it too: restarted, a query with
+#: onDataLoss=resnapshot re-snapshots).
+DATA_LOSS_FIX = ("Restart the query with onDataLoss=resnapshot (re-reads the captured tables "
+                 "from the binlog end) or onDataLoss=skip (failOnDataLoss=false: skips the "
+                 "purged range), or from a new snapshot and a new checkpoint")
+
+
 def preflight(opts: SourceOptions, *, snapshot: bool, binlog: bool = True) -> None:
     """The checks of ``binlog-cdc check`` (:mod:`cdc.check`) before a query or a snapshot
     starts: the first FAIL is raised (a server that cannot be reached, binlog_format not ROW,
     missing privileges, includeTables naming a table the server does not have, binlogs kept for
-    less than the snapshot takes...), WARNs are logged."""
+    less than a snapshot batch takes...), WARNs are logged."""
     f = opts.table_filter()
     for finding in require(run_checks(opts.replica_config(), include=f.include if f else (),
                                       exclude=f.exclude if f else (), snapshot=snapshot,
-                                      binlog=binlog)):
+                                      binlog=binlog, batch_rows=opts.snapshot_batch_rows())):
         if finding.status == WARN:
             log.warning("%s: %s", finding.check, finding.message)
 
@@ -69,6 +76,7 @@ class Driver:
         self.available_now_end: Key | None = None
         self.snapshot_tables: dict = {}      # db.table -> SnapshotTable (streaming.source.snapshot)
         self.snapshot_progress = None        # cdc.snapshot.progress.SnapshotProgress, in memory
+        self.lost: Position | None = None    # a replayed batch's purged start (onDataLoss)
         # the stream's schema history (streaming.source.schema_history): in the offsets once in use
         self.schema = StreamHistory(opts, self.query)
         # offset JSON -> the position on this server it resumes at (Driver.offset)
@@ -92,22 +100,17 @@ class Driver:
     def is_mariadb(self) -> bool:
         return self.server.is_mariadb
 
-    def recorded(self, d) -> Position:
-        """A Spark offset as the position it records, its GTID text read in the server's
-        flavour (not yet checked against this server: :meth:`offset`)."""
-        return Position.from_offset(d, mariadb=self.is_mariadb())
-
     def offset(self, d) -> Position:
         """A Spark offset back into a position on this server, its GTID text read in the
         server's flavour; one with a GTID state that this driver did not make is checked once
         (see the module): it resumes where a GTID dump from its state begins."""
-        p = self.recorded(d)
+        p = Position.from_offset(d, mariadb=self.is_mariadb())
         if p.gtid is None:
             return p
         key = _key(p)
         here = self._resumes.get(key)
         if here is None:
-            here = self._resumes[key] = self._resume_point(p)
+            here = self._resumes[key] = self._resume_point(p, d)
             if not here.same_place(p):
                 self._moved.add(_key(here))
         return here
@@ -121,10 +124,10 @@ class Driver:
         """Whether *p* is where an offset from another server resumes here by GTID."""
         return _key(p) in self._moved
 
-    def _resume_point(self, p: Position) -> Position:
+    def _resume_point(self, p: Position, offset: dict) -> Position:
         check_contained(self.query, p.gtid, mariadb=self.is_mariadb(), where=self.where)
         try:
-            first = self.gtid_start(Position(None, None, p.gtid).to_start())
+            first = self.gtid_start(Position(None, None, p.gtid).to_start(), offset)
         except BinlogPurgedError:
             return p        # the stream's purged-binlog handling (failOnDataLoss) decides
         if first.same_place(p):
@@ -134,15 +137,16 @@ class Driver:
                     first.pos)
         return Position(first.file, first.pos, p.gtid, prepared=p.prepared)
 
-    def gtid_start(self, spec: Start) -> Position:
+    def gtid_start(self, spec: Start, offset: dict | None = None) -> Position:
         """The boundary where a GTID start begins: the first transaction the server sends for
-        it, or the end of the binlog when there is none yet."""
+        it, or the end of the binlog when there is none yet. *offset*: the Spark offset whose
+        GTID state *spec* is; the dump completes table maps from the history it carries (its
+        own would be read from information_schema now, not as of the offset)."""
         end = self.master_status()
         state = spec.position().gtid
         client = replica_client(self.opts, spec, self.opts.server_id)
-        # table maps are completed from (a copy of) the history the offset carried: the
-        # client's own would seed itself here, and then not know a table changed after that
-        self.schema.attach_restored_copy(client)
+        if offset is not None:
+            self.schema.attach_carried(client, offset)
         try:
             for tx in client.transactions():
                 return Position(tx.file, tx.pos, state)
@@ -191,11 +195,13 @@ class Driver:
             purged = parse_gtid_state(str(rows[0][0] or ""), mariadb=False) if rows else None
         return self.gtid_at(file, 4, purged)
 
-    def purged(self, file: str, logs, context: str = "") -> BinlogPurgedError:
-        """The error for a purged *file*, with the Spark-side remedies."""
+    def purged(self, file: str, logs, context: str = "", *,
+               start: bool = False) -> BinlogPurgedError:
+        """The error for a purged *file*, with the Spark-side remedies (*start*: the file of
+        option startingPosition)."""
         return purged_error(file, logs, self.where, context=context, fix=(
-            "Restart the query from a new snapshot and a new checkpoint, or set "
-            "failOnDataLoss=false to skip the purged range"))
+            "Set onDataLoss=skip (failOnDataLoss=false) to start at the oldest binlog the "
+            "server has, or start from a snapshot" if start else DATA_LOSS_FIX))
 
 
 def _key(p: Position) -> str:

@@ -18,6 +18,7 @@ from typing import Mapping
 from cdc.binlog.transactions import TableFilter
 from cdc.errors import ConfigurationError, did_you_mean
 from cdc.positions import Start
+from cdc.snapshot.plan import SNAPSHOT_BATCH_ROWS
 from cdc.replica.config import (ON_UNPARSED_DDL, PASSWORD_ENV, ReplicaConfig, RetryPolicy,
                                 Secret, SslOptions, random_server_id, read_password)
 
@@ -70,11 +71,16 @@ OPTIONS: dict[str, Option] = {
                        "replica server_id; tasks use serverId+1 .. serverId+1024"),
     "startingPosition": Option(
         "string / JSON", "latest", _ALL,
-        "earliest, latest, snapshot (read the tables first, then the binlog), "
+        "earliest, latest, snapshot (read the tables, the binlog along), "
         "{\"file\": \"mysql-bin.000042\", \"pos\": 4}, or {\"gtid\": ...} with a MariaDB "
         "GTID position (0-1-42) or a MySQL GTID set"),
     "snapshotChunkRows": Option("int", "50000", (SNAPSHOT,),
                                 "rows per chunk (one Spark task, one short transaction each)"),
+    "snapshotRowsPerTrigger": Option(
+        "int", str(SNAPSHOT_BATCH_ROWS), (SNAPSHOT,),
+        "snapshot rows per micro-batch at most (maxEventsPerTrigger when lower); each batch "
+        "reads the binlog along, so binlogs must be kept for one batch's time, not the whole "
+        "snapshot's (docs/guarantees.md)"),
     "signalTable": Option("db.table", "", (STREAM,),
                           "a table whose inserted rows (a column table_name = 'db.t') make "
                           "the running stream re-snapshot that table"),
@@ -103,9 +109,16 @@ OPTIONS: dict[str, Option] = {
     "idleAdvanceBytes": Option("int", "16777216", (STREAM,),
                                "... or once this many binlog bytes of them wait (about what "
                                "a restart reads again at most)"),
+    "onDataLoss": Option("string", "fail", _DECODE,
+                         "the binlog the query needs was purged: fail stops the query; skip "
+                         "skips the purged range with a warning (a purged start file: start at "
+                         "the oldest file the server has); resnapshot re-reads the captured "
+                         "tables from the binlog end and goes on from there, replacing their "
+                         "rows in the sink (an op t record, then op r rows; "
+                         "docs/guarantees.md)"),
     "failOnDataLoss": Option("bool", "true", _DECODE,
-                             "purged binlogs stop the query; false: skip them with a warning "
-                             "(a purged start file: start at the oldest file the server has)"),
+                             "the older spelling of onDataLoss: true is fail, false is skip "
+                             "(both given: they must agree)"),
     "heartbeatIntervalMs": Option("int", "10000", _DECODE, "replication heartbeat period"),
     "connectTimeoutMs": Option("int", "10000", _SERVER, "connect timeout"),
     "maxRetries": Option("int", "10", _SERVER,
@@ -195,6 +208,7 @@ class SourceOptions:
     starting: Start = field(default_factory=Start.latest)
     snapshot: bool = False
     snapshot_chunk_rows: int = 50000
+    snapshot_rows_per_trigger: int = SNAPSHOT_BATCH_ROWS
     snapshot_keys: dict = field(default_factory=dict)
     signal_table: str | None = None
     include_tables: tuple = ()
@@ -207,7 +221,7 @@ class SourceOptions:
     max_bytes_per_partition: int = 16 << 20
     idle_advance_s: float = 60.0
     idle_advance_bytes: int = 16 << 20
-    fail_on_data_loss: bool = True
+    on_data_loss: str = "fail"        # ON_DATA_LOSS
     heartbeat_s: float = 10.0
     connect_timeout_s: float = 10.0
     retry: RetryPolicy = TASK_RETRY
@@ -257,6 +271,9 @@ class SourceOptions:
                 raise ConfigurationError(f"{e}; or snapshot (read the tables first)") from None
         if get("snapshotChunkRows"):
             kw["snapshot_chunk_rows"] = _int("snapshotChunkRows", get("snapshotChunkRows"), 1)
+        if get("snapshotRowsPerTrigger"):
+            kw["snapshot_rows_per_trigger"] = _int("snapshotRowsPerTrigger",
+                                                   get("snapshotRowsPerTrigger"), 1)
         if get("signalTable"):
             t = get("signalTable").strip()
             if t.count(".") != 1 or "*" in t:
@@ -300,8 +317,7 @@ class SourceOptions:
                                         0) / 1000
         if get("idleAdvanceBytes"):
             kw["idle_advance_bytes"] = _int("idleAdvanceBytes", get("idleAdvanceBytes"), 0)
-        if get("failOnDataLoss") is not None:
-            kw["fail_on_data_loss"] = _bool("failOnDataLoss", get("failOnDataLoss"))
+        kw["on_data_loss"] = _on_data_loss(get)
         if get("heartbeatIntervalMs"):
             kw["heartbeat_s"] = _int("heartbeatIntervalMs", get("heartbeatIntervalMs"), 1) / 1000
         if get("connectTimeoutMs"):
@@ -339,6 +355,18 @@ class SourceOptions:
         if streaming:
             opts.check_connection()
         return opts
+
+    def snapshot_batch_rows(self, limit: int | None = None) -> int:
+        """The snapshot rows of one micro-batch at most: ``snapshotRowsPerTrigger``, or the
+        read limit *limit* (default ``maxEventsPerTrigger``) when lower."""
+        limit = limit or self.max_events
+        return min(self.snapshot_rows_per_trigger, limit or self.snapshot_rows_per_trigger)
+
+    @property
+    def fail_on_data_loss(self) -> bool:
+        """Whether lost binlog is an error where it is met (``onDataLoss`` fail; resnapshot
+        too where no re-snapshot can start: a task, a ``startingPosition``)."""
+        return self.on_data_loss != "skip"
 
     def check_connection(self) -> None:
         if not self.host:
@@ -402,6 +430,28 @@ def _schema_options(get, kw: dict) -> None:
         raise ConfigurationError("option includeSchemaChanges=true needs host: binlog files read "
                                  "with path have no schema history; read from the server (a "
                                  "stream, or a bounded read with endingPosition)")
+
+
+#: the values of option onDataLoss
+ON_DATA_LOSS = ("fail", "skip", "resnapshot")
+
+
+def _on_data_loss(get) -> str:
+    """Option ``onDataLoss``, or its older spelling ``failOnDataLoss`` (true: fail, false:
+    skip); both given, they must agree."""
+    old = get("failOnDataLoss")
+    old = None if old is None else ("fail" if _bool("failOnDataLoss", old) else "skip")
+    new = get("onDataLoss")
+    if new is None:
+        return old or "fail"
+    new = str(new).strip().lower()
+    if new not in ON_DATA_LOSS:
+        raise ConfigurationError(f"option onDataLoss must be fail, skip or resnapshot, not "
+                                 f"{get('onDataLoss')!r}")
+    if old is not None and old != new:
+        raise ConfigurationError(f"options onDataLoss={new} and failOnDataLoss="
+                                 f"{get('failOnDataLoss')} disagree: keep onDataLoss only")
+    return new
 
 
 def _fields(text: str, layout: str | None) -> tuple:

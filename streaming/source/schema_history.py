@@ -58,7 +58,7 @@ class StreamHistory:
         self.history: SchemaHistory | None = None
         self.fed_to: Position | None = None    # the driver's scans fed statements up to here
         self._source: HistorySource | None = None
-        self.restored: dict | None = None      # the history state a restarted query's offset had
+        self._collations: dict | None = None   # the server's, read once
         self.enabled = opts.replica_config().schema_history
 
     def query(self, sql: str, args=None) -> list[tuple]:
@@ -112,35 +112,43 @@ class StreamHistory:
     def restore(self, offset: dict, at: Position) -> None:
         """A batch starts at *offset* (position *at*): a driver without a history takes the one
         the offset carries (a restarted query)."""
-        state = history_state(offset)
-        if state is None or not self.enabled or self.in_use:
+        if self.in_use:
             return
-        src = self.source()
-        h = self._from_state(state)
-        try:
-            h.collations.update(read_collations(self.query))
-        except CdcError as e:       # names of collations binlog-cdc knows still work
-            log.warning("the server's collations could not be read (%s)", e)
-        self.restored = state
-        self.history = src.history = h
+        h = self.carried(offset)
+        if h is None:
+            return
+        self.history = self.source().history = h
         self.fed_to = at
         log.info("schema history restored from the offset at %s (%d table(s))", at,
                  len(h.tables()))
 
-    def _from_state(self, state: dict) -> SchemaHistory:
+    def carried(self, offset) -> SchemaHistory | None:
+        """A new history made from the one *offset* carries, as of its position (None: it
+        carries none, or the history is off)."""
+        state = history_state(offset)
+        if state is None or not self.enabled:
+            return None
         src = self.source()
-        return SchemaHistory.from_json(state, captures=src.config.table_filter,
-                                       on_unparsed=src.config.on_unparsed_ddl,
-                                       read_table=src.read_table, at_end=src.at_end)
+        h = SchemaHistory.from_json(state, captures=src.config.table_filter,
+                                    on_unparsed=src.config.on_unparsed_ddl,
+                                    read_table=src.read_table, at_end=src.at_end)
+        h.collations.update(self._server_collations())
+        return h
 
-    def attach_restored_copy(self, client) -> None:
-        """Give *client* a copy of the history the offset carried (it completes table maps
-        from it and follows its DDL without touching the shared one); nothing when none was
-        restored."""
-        if self.restored is not None:
-            copy = self._from_state(self.restored)
-            copy.collations.update(self.history.collations)
-            use_history(client, copy)
+    def _server_collations(self) -> dict:
+        if self._collations is None:
+            try:
+                self._collations = read_collations(self.query)
+            except CdcError as e:       # names of collations binlog-cdc knows still work
+                log.warning("the server's collations could not be read (%s)", e)
+                return {}
+        return self._collations
+
+    def attach_carried(self, client, offset) -> None:
+        """Make *client*, reading from *offset*'s position, complete table maps from its own
+        copy of the history *offset* carries (it follows the DDL after the offset without
+        touching the stream's); without one the client keeps its own, seeded when needed."""
+        use_history(client, self.carried(offset))
 
     # --- feeding ----------------------------------------------------------------------------
 

@@ -2,23 +2,41 @@
 
 A stream that starts with a snapshot first takes the binlog end ``P0`` (before reading any
 row), then reads every included table in chunks of keys (:mod:`cdc.snapshot.plan`), each chunk
-by a Spark task under a consistent snapshot of its own (:mod:`cdc.snapshot.reader`), and then
-streams the binlog from ``P0``. Offsets during the snapshot are ``P0``'s offset plus the progress::
+by a Spark task under a consistent snapshot of its own (:mod:`cdc.snapshot.reader`). Every
+snapshot batch also streams the binlog on from where the previous batch ended (DBLog's
+interleaving: its chunks and the binlog read in between, :mod:`streaming.source.datasource`): offsets
+during the snapshot are the binlog position read up to plus the progress::
 
-    {"file": "mysql-bin.000003", "pos": 4711,
+    {"file": "mysql-bin.000007", "pos": 4711,
      "snapshot": {"tables": ["shop.orders", "shop.users"], "after": [5000]}}
 
 ``tables``: the tables still to read (the first one in progress), ``after``: the last key of the
-first table already delivered (null: none yet). The last snapshot batch ends at ``P0``'s plain
-offset, and the stream goes on from there as any other. A restarted query resumes at the next
-unread chunk.
+first table already delivered (null: none yet). The batch that reads the last chunk ends at a
+plain binlog offset, and the stream goes on from there as any other. A restarted query resumes
+at the next unread chunk and at the binlog position of its last batch.
+
+Why interleaved rather than binlog read after the snapshot (or spooled aside while it runs):
+the binlog the stream needs next is never older than one batch, so a snapshot may last longer
+than the server keeps binlogs (``PURGE BINARY LOGS`` or ``binlog_expire_logs_seconds`` during it
+break nothing: ``snapshotRowsPerTrigger`` bounds a batch); the offsets stay the only state (no
+spool files to store, read back and remove, no second reader to keep alive across restarts),
+so a killed query resumes exactly as any batch does.
 
 Snapshot rows have ``op = "r"``, ``before`` null, ``after`` the row, ``source.file``/``pos`` the
 position the chunk's snapshot corresponds to, and ``seq`` one position lower with the row's
 index in the chunk: every row sorts before the first transaction the chunk did not see, after
-those it saw. Changes committed while the snapshot ran are streamed too (from ``P0``), so a row
-changed then can be seen again; applied by ``seq`` (or simply in order, with full row images)
-the result is exact.
+those it saw. A chunk is read after its batch was planned, so its snapshot holds every change of
+the batch's binlog range (and maybe changes of the next batches, which then apply the same
+images again); a change of a row whose chunk comes later is delivered before the row itself
+(an upsert of the change's full image, overwritten by the row). Applied by ``seq`` (or simply
+in order, with full row images) the result is exact.
+
+A re-snapshot after lost binlog (``onDataLoss=resnapshot``, :func:`after_data_loss`) starts at
+the binlog end when the loss was found, every captured table again; its offsets carry
+``"lost"`` (where the lost binlog began) and each table's first chunk starts with an op ``t``
+record (what a TRUNCATE TABLE gives), so a sink replaces the table's rows: rows deleted while
+the binlog was lost go too. The batch that jumps from the lost position to the re-snapshot's
+start delivers nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +48,7 @@ from typing import Iterator
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from cdc.binlog.tablemap import TableMap
+from cdc.binlog.transactions import Truncate
 from cdc.errors import ConfigurationError
 from cdc.positions import Position
 from cdc.snapshot.plan import (SnapshotTable, count_rows, describe_table, estimated_rows,
@@ -40,8 +59,9 @@ from cdc.snapshot.reader import SnapshotChunkReader, connect_for_snapshot
 from streaming.source.batches import BatchBuilder, record_batches
 from streaming.source.spark_errors import user_errors
 
-__all__ = ["KEY", "in_snapshot", "initial_offset", "latest_offset", "partitions", "chunk_rows",
-           "SnapshotChunk", "read_chunk", "progress", "SnapshotBatchReader"]
+__all__ = ["KEY", "in_snapshot", "initial_offset", "next_state", "with_state", "after_data_loss",
+           "lost_at", "partitions", "chunk_rows", "SnapshotChunk", "read_chunk",
+           "progress", "SnapshotBatchReader"]
 
 log = logging.getLogger("binlog_cdc.spark")
 
@@ -52,11 +72,32 @@ def in_snapshot(offset) -> bool:
     return isinstance(offset, dict) and KEY in offset
 
 
-def _with(position_offset: dict, tables: list, after) -> dict:
+def _with(position_offset: dict, tables: list, after, lost: str | None = None) -> dict:
     out = {k: v for k, v in position_offset.items() if k != KEY}
     if tables:
         out[KEY] = {"tables": list(tables), "after": after}
+        if lost is not None:
+            out[KEY]["lost"] = lost
     return out
+
+
+def lost_at(offset) -> str | None:
+    """Where the lost binlog began (``file:pos``), for the offsets of a re-snapshot after data
+    loss (None: any other)."""
+    return offset[KEY].get("lost") if in_snapshot(offset) else None
+
+
+def with_state(binlog_offset: dict, state: dict | None) -> dict:
+    """The offset of a snapshot batch: the binlog offset it read up to, the snapshot *state*
+    after it (None: the snapshot is done). A binlog offset that asks for a re-snapshot itself
+    (:func:`resnapshot_offset`: a signal) adds its tables to those left."""
+    asked = binlog_offset.get(KEY)
+    if state is None:
+        return dict(binlog_offset)
+    tables = list(state["tables"])
+    if asked:
+        tables += [t for t in asked["tables"] if t not in tables]
+    return _with(binlog_offset, tables, state["after"], state.get("lost"))
 
 
 def signalled_tables(opts, tx) -> tuple:
@@ -93,18 +134,37 @@ def resnapshot_offset(driver, opts, position_offset: dict, tables) -> dict:
     return _with(position_offset, found, None)
 
 
+def _end(driver) -> Position:
+    end = driver.master_status()
+    return Position(end.file, end.pos, driver.gtid_at(end.file, end.pos, end.gtid))
+
+
 def initial_offset(driver, opts) -> dict:
     """``P0`` (the binlog end now) with every included table still to read."""
-    end = driver.master_status()
-    p0 = Position(end.file, end.pos, driver.gtid_at(end.file, end.pos, end.gtid))
+    p0 = _end(driver)
     tables = list_tables(driver.query, opts.table_filter())
     if not tables:
         log.warning("snapshot: no table matches the options includeTables/excludeTables/table: "
                     "streaming from %s", p0)
-    log.info("snapshot of %d table(s) from %s, then the binlog from %s", len(tables),
+    log.info("snapshot of %d table(s) from %s, the binlog from %s along", len(tables),
              opts.describe(), p0)
     _progress(driver, opts).start(tables)
     return _with(p0.to_offset(), tables, None)
+
+
+def after_data_loss(driver, opts, lost: Position, history) -> dict:
+    """The offset of a re-snapshot of every captured table from the binlog end now, after the
+    binlog from *lost* on was found purged (``onDataLoss=resnapshot``); *history*
+    (:class:`streaming.source.schema_history.StreamHistory`) is seeded there anew (the DDL of the lost
+    binlog is lost too)."""
+    p = driver.known(_end(driver))
+    tables = list_tables(driver.query, opts.table_filter())
+    history.seed_at_start(p)
+    log.warning("binlog lost from %s (purged) on %s: re-snapshot of %d table(s) (%s) from %s, "
+                "replacing their rows (onDataLoss=resnapshot)", lost, opts.describe(),
+                len(tables), ", ".join(tables) or "none", p)
+    _progress(driver, opts).start(tables)
+    return _with(history.offset(p), tables, None, f"{lost.file}:{lost.pos}")
 
 
 def _table(driver, opts, name: str) -> SnapshotTable:
@@ -125,25 +185,25 @@ def chunk_rows(opts) -> int:
     return max(1, rows)
 
 
-def latest_offset(driver, opts, start: dict, max_rows: int | None) -> dict:
-    """The end of the next snapshot batch: *max_rows* more rows of the current table (whole
-    chunks), the rest of the table, or -- without a limit -- the end of the snapshot. The
-    batch is told to the driver's :class:`~cdc.snapshot.progress.SnapshotProgress`."""
+def next_state(driver, opts, start: dict, max_rows: int | None) -> dict | None:
+    """The snapshot state after the next batch (None: the snapshot is done): up to
+    :meth:`~streaming.source.options.SourceOptions.snapshot_batch_rows` more rows of the current table
+    (whole chunks), or the rest of the table. The batch is told to the driver's
+    :class:`~cdc.snapshot.progress.SnapshotProgress`."""
     snap = start[KEY]
     tables, after = list(snap["tables"]), snap["after"]
-    if max_rows is None:
-        end, rows = _with(start, [], None), None
+    limit = opts.snapshot_batch_rows(max_rows)
+    table = _table(driver, opts, tables[0])
+    bound = next_bound(driver.query, table, after, limit)
+    if bound is None:        # the table's tail: fewer than the limit, counted
+        end, rows = _with({}, tables[1:], None, snap.get("lost")), \
+            count_rows(driver.query, table, after)
     else:
-        table = _table(driver, opts, tables[0])
-        bound = next_bound(driver.query, table, after, max_rows)
-        if bound is None:        # the table's tail: fewer than max_rows rows, counted
-            end, rows = _with(start, tables[1:], None), count_rows(driver.query, table, after)
-        else:
-            end, rows = _with(start, tables, bound), max_rows
+        end, rows = _with({}, tables, bound, snap.get("lost")), limit
     p = _progress(driver, opts)
-    p.batch_rows = max_rows
+    p.batch_rows = limit
     p.planned(snap, end.get(KEY), rows)
-    return end
+    return end.get(KEY)
 
 
 def _progress(driver, opts) -> SnapshotProgress:
@@ -158,22 +218,28 @@ def _progress(driver, opts) -> SnapshotProgress:
     return p
 
 
-def progress(driver) -> dict | None:
+def progress(driver, offset=None) -> dict | None:
     """The snapshot's progress after the batch planned last (for the lag report; see
-    :mod:`cdc.snapshot.progress`), None before any."""
+    :mod:`cdc.snapshot.progress`), None before any; with ``"lost"`` when *offset* is a
+    re-snapshot after data loss."""
     p = driver.snapshot_progress
-    return p.report() if p is not None and p.scope else None
+    out = p.report() if p is not None and p.scope else None
+    if out is not None and lost_at(offset):
+        out["lost"] = lost_at(offset)
+    return out
 
 
 class SnapshotChunk(InputPartition):
-    """Rows ``after < key <= upto`` of one table (None: open), read by one task."""
+    """Rows ``after < key <= upto`` of one table (None: open), read by one task; *replace*: an op
+    ``t`` record first (the first chunk of a re-snapshot after data loss)."""
 
-    def __init__(self, index: int, table: SnapshotTable, after, upto):
-        super().__init__((table.name, after, upto))
+    def __init__(self, index: int, table: SnapshotTable, after, upto, replace: bool = False):
+        super().__init__((table.name, after, upto, replace))
         self.index = index
         self.table = table
         self.after = after
         self.upto = upto
+        self.replace = replace
 
     def __repr__(self) -> str:
         return f"SnapshotChunk({self.index}, {self.table.name}, {self.after}..{self.upto})"
@@ -181,10 +247,11 @@ class SnapshotChunk(InputPartition):
 
 def partitions(driver, opts, start: dict, end: dict) -> list[SnapshotChunk]:
     """The chunks between two snapshot offsets (*end* may be plain: the snapshot's end)."""
-    if start == end:
-        return []
     snap = start[KEY]
     stop = end.get(KEY)
+    if stop == snap:
+        return []
+    replace = snap.get("lost") is not None
     chunks: list[SnapshotChunk] = []
     for i, name in enumerate(snap["tables"]):
         after = snap["after"] if i == 0 else None
@@ -197,7 +264,8 @@ def partitions(driver, opts, start: dict, end: dict) -> list[SnapshotChunk]:
         rows = chunk_rows(opts)
         while True:
             bound = next_bound(driver.query, table, after, rows, upto)
-            chunks.append(SnapshotChunk(len(chunks), table, after, bound if bound else upto))
+            chunks.append(SnapshotChunk(len(chunks), table, after, bound if bound else upto,
+                                        replace and after is None))
             if bound is None or bound == upto:     # no empty chunk after the batch's last key
                 break
             after = bound
@@ -238,7 +306,7 @@ class _ChunkRows:
     server_id = None
     tables_by_name: dict = {}
 
-    def __init__(self, reader: SnapshotChunkReader, tmap: TableMap):
+    def __init__(self, reader: SnapshotChunkReader, tmap: TableMap, replace: bool = False):
         p = reader.position.position
         self.file = p.file
         self.pos = max(0, p.pos - 1)      # seq: just before the first transaction not seen
@@ -246,6 +314,8 @@ class _ChunkRows:
         self.timestamp = int(time.time())
         self._reader = reader
         self._tmap = tmap
+        # the table's rows are replaced: a truncate record before them
+        self.truncates = (Truncate(tmap.schema, tmap.table, 0, None),) if replace else ()
 
     @property
     def rows_events(self) -> Iterator[_ReadRows]:
@@ -262,7 +332,7 @@ def read_chunk(opts, schema, typed_columns, chunk: SnapshotChunk) -> Iterator:
         with SnapshotChunkReader(conn, chunk.table, chunk.after, chunk.upto,
                                  config=config) as reader:
             builder = BatchBuilder(schema, typed_columns)
-            yield from record_batches([_ChunkRows(reader, tmap)], builder)
+            yield from record_batches([_ChunkRows(reader, tmap, chunk.replace)], builder)
             log.info("%s: %d rows at %s (%s)", chunk, reader.rows, reader.position.position,
                      "exact" if reader.position.exact else "not exact")
     finally:
@@ -288,6 +358,7 @@ class SnapshotBatchReader(DataSourceReader):
             start = initial_offset(d, self.opts)
             chunks = partitions(d, self.opts, start, _with(start, [], None)) \
                 if in_snapshot(start) else []
+            # one batch: every row, whatever snapshotRowsPerTrigger says
         finally:
             d.close()
         if not chunks:

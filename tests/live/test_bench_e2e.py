@@ -51,7 +51,8 @@ def test_e2e_tiny_prints_complete_tables(tmp_path):
     # in each mode
     assert [r[1] for r in thr] == ["2,000", "2,000", "2,000", "2,000", "200", "200"]
     for r in thr:
-        assert len(r) == 9 and all(number.match(c) for c in r[1:]), r
+        assert len(r) == 11 and all(number.match(c) for c in r[1:]), r
+        assert float(r[4].replace(",", "")) > 0              # the floor's changes/s
         assert float(r[3].replace(",", "")) > 0
 
     lat = _rows(text, "| target rate |")
@@ -65,3 +66,21 @@ def test_e2e_tiny_prints_complete_tables(tmp_path):
     assert all(float(r[1]) > 0 for r in start)
     rss = _rows(text, "| peak RSS")
     assert len(rss) == 1 and all(float(c) > 0 for c in rss[0][1:])
+
+
+def test_bench_sinks_tiny_prints_a_row_per_sink(tmp_path):
+    """``python -m bench sinks`` at a tiny size: one complete row per sink this PySpark has
+    (delta-rs everywhere; delta-spark and Iceberg where their connectors exist)."""
+    from bench.sinks import available_sinks
+    md = tmp_path / "sinks.md"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-m", "bench", "sinks", "--rows", "500",
+                        "--max-events", "400", "--rate", "10", "--seconds", "2",
+                        "--markdown", str(md)], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rows = _rows(md.read_text(), "| sink |")
+    assert [r[0] for r in rows] == available_sinks()
+    for r in rows:
+        assert r[1] == "500" and r[-1] == "yes", r        # 500 rows updated; every row seen
+        assert all(float(c.replace(",", "")) > 0 for c in r[2:7]), r

@@ -1,6 +1,7 @@
 """``binlog-cdc check`` against real servers: a well-configured one (every line PASS, exit 0) and
 misconfigured ones (STATEMENT format, an account without privileges, a typo in the tables, a
-table without primary key, binlogs kept for less than the snapshot takes), each line asserted
+table without primary key, binlogs kept for less than a snapshot batch or the whole snapshot
+takes), each line asserted
 against what the server itself says."""
 
 from __future__ import annotations
@@ -133,6 +134,18 @@ def test_a_misconfigured_server_fails_each_check(server, mariadb_factory):
     assert f"({rows:,} rows at 100 rows/s): the binlog from the snapshot's start would be " \
         f"purged before the stream reads it; raise it" in lines["retention"][1]
     assert lines["tables"][0] == "PASS" and lines["privileges"][0] == "PASS"
+    # snapshot batches of 1,000 rows (10 s) fit the retention; the whole snapshot does not
+    rc, lines, out = check(server, "--tables", "shop.*", "--snapshot", "--snapshot-rate", "100",
+                           "--snapshot-batch-rows", "1000")
+    assert lines["retention"][0] == "WARN", out
+    assert lines["retention"][1].startswith(
+        "binlogs are kept for 1 min (binlog_expire_logs_seconds=60), less than the initial "
+        "snapshot's estimated ")
+    assert (
+        f"({rows:,} rows at 100 rows/s): nothing is lost while the query runs (each snapshot "
+        f"batch reads the binlog along, 1,000 rows), but a query stopped during the snapshot "
+        f"for longer than the retention resumes only with onDataLoss=resnapshot (or a new "
+        f"snapshot); the oldest binlog") in lines["retention"][1]
 
     # the plain stream: a keyless table is a warning; a typo in a name is a FAIL
     rc, lines, out = check(server, "--tables", "shop.ordres,shop.audit,shop.x*")

@@ -11,7 +11,6 @@ and order) and rows."""
 from __future__ import annotations
 
 import random
-import subprocess
 import time
 from pathlib import Path
 
@@ -23,8 +22,9 @@ pytest.importorskip("deltalake")
 from deltalake import DeltaTable  # noqa: E402
 
 from tests.support.ddl_workload import Recorder, norm, run_workload  # noqa: E402
-from tests.support.processes import DELTA_JOB, kill_group, run_to_end, start_job  # noqa: E402
-from tests.support.spark_support import source_options  # noqa: E402
+from tests.support.processes import (delta_job, kill_group, run_to_end,  # noqa: E402
+                                     start_job, wait_for)
+from tests.support.spark_support import select_all, source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow,
               pytest.mark.servers("mariadb-10.11", "mysql-9.7")]
@@ -35,38 +35,13 @@ def server(metadata_server):
     return metadata_server
 
 
-def _wait_for(log: Path, proc: subprocess.Popen, what, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while not what(log.read_text() if log.exists() else ""):
-        assert proc.poll() is None, log.read_text()[-4000:]
-        assert time.monotonic() < deadline, log.read_text()[-4000:]
-        time.sleep(0.2)
-
-
-def _source(server, db: str, table: str) -> tuple[list[str], list[tuple]]:
-    conn = server.connect(database=db)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT * FROM `{table}`")
-            rows = cur.fetchall()
-            names = [d[0] for d in cur.description]
-    finally:
-        conn.close()
-    return names, sorted((tuple(norm(v) for v in r) for r in rows), key=repr)
-
-
 def _delta(root: Path, db: str, table: str) -> tuple[list[str], list[tuple]]:
     data = DeltaTable(str(root / db / table)).to_pyarrow_table()
     return data.column_names, sorted((tuple(norm(v) for v in r.values())
                                       for r in data.to_pylist()), key=repr)
 
 
-def test_ddl_workload_into_delta_killed_twice(server, tmp_path, request):
-    if request.node.callspec.params.get("metadata_server") == "mysql-MINIMAL":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "open defect: on MySQL with binlog_row_metadata=MINIMAL, a query restarted after a "
-            "kill decodes table a's rows after its DROP + CREATE TABLE with the dropped table's "
-            "shape (the TABLE_MAP at the recreated table does not match the history)")))
+def test_ddl_workload_into_delta_killed_twice(server, tmp_path):
     db = f"ddlkill_{server.execute('SELECT @@binlog_row_metadata')[0][0].lower()}"
     server.execute(f"DROP DATABASE IF EXISTS {db}")
     server.execute(f"CREATE DATABASE {db} CHARACTER SET utf8mb4")
@@ -75,28 +50,21 @@ def test_ddl_workload_into_delta_killed_twice(server, tmp_path, request):
     run_workload(r, b_unique_key=True)    # an upsert needs a key in every version of b
     assert r.ddl >= 30
     server.execute("FLUSH BINARY LOGS")
-    p = server.cdc_params()
     opts = source_options(server, db, start, includeSchemaChanges="true", maxEventsPerTrigger=4)
     root = tmp_path / "delta"
-    cfg = {"root": str(root), "app_id": "ddl-kill", "checkpoint": str(tmp_path / "chk"),
-           "options": opts, "marker_dir": str(tmp_path),
-           "server": {"host": p["host"], "port": p["port"], "user": p["user"],
-                      "password": p["password"]}}
-    script = tmp_path / "job.py"
-    script.write_text(DELTA_JOB)
-    log = tmp_path / "job.log"
+    script, cfg, log = delta_job(server, tmp_path, "ddl-kill", opts, marker_dir=str(tmp_path))
 
     # kill 1: after batch 3 reached Delta, before Spark committed it (it is replayed)
     proc = start_job(script, dict(cfg, hang_after=3), log)
     try:
-        _wait_for(log, proc, lambda _t: (tmp_path / "3").exists())
+        wait_for(log, proc, lambda _t: (tmp_path / "3").exists())
     finally:
         kill_group(proc)
     # kill 2: at a random point a few batches further
     seen = log.read_text().count("batch ")
     proc = start_job(script, cfg, log)
     try:
-        _wait_for(log, proc, lambda t: t.count("batch ") >= seen + 3)
+        wait_for(log, proc, lambda t: t.count("batch ") >= seen + 3)
         time.sleep(random.Random(7).uniform(0.2, 1.5))
     finally:
         kill_group(proc)
@@ -109,7 +77,7 @@ def test_ddl_workload_into_delta_killed_twice(server, tmp_path, request):
         "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s", (db,)))
     assert tables == ["a", "b", "c"]
     for table in tables:
-        want = _source(server, db, table)
+        want = select_all(server, db, table, norm)
         got = _delta(root, db, table)
         assert got[0] == want[0], (table, got[0], want[0])
         assert got[1] == want[1], (table, got[1], want[1])

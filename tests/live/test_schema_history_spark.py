@@ -17,10 +17,11 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark")
 
-from streaming._compat import ReadAllAvailable  # noqa: E402
+from streaming._compat import ReadAllAvailable, ReadMaxRows  # noqa: E402
 
 from streaming.source.datasource import BinlogCdcDataSource  # noqa: E402
-from support.spark_support import batch_rows, fresh_database, source_options  # noqa: E402
+from support.spark_support import (batch_rows, fresh_database, replayed_rows,  # noqa: E402
+                                   source_options)
 
 pytestmark = [pytest.mark.server, pytest.mark.spark]
 
@@ -197,3 +198,36 @@ def test_snapshot_start_seeds_the_history_at_p0(spark, nolog, tmp_path):
         ("c", {"id": 2, "a": "two"}), ("c", {"id": 3, "title": "three"})]
     assert [t[:2] for t in first["schema"]["tables"]] == [[db, "t"]]
     assert first["schema"]["seed_point"] == [first["file"], first["pos"]]
+
+
+def test_replayed_batch_ending_after_an_alter(nolog):
+    """A restarted driver plans a replayed batch from its two offsets alone and checks that
+    each is where this server continues its GTID state: the end offset's check reads the first
+    transaction after it, with the history *that* offset carries (the start offset's has the
+    table's shape of before the batch's ALTER)."""
+    db = _database(nolog)
+    nolog.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, a VARCHAR(10), b INT)")
+    opts = source_options(nolog, db, nolog.current_position())
+    source = BinlogCdcDataSource(opts)
+    first = source.streamReader(source.schema())
+    offsets = [first.initialOffset()]      # the history is read here, before the ALTER
+    nolog.execute(f"INSERT INTO {db}.t VALUES (1, 'one', 10)")
+    nolog.execute(f"ALTER TABLE {db}.t DROP COLUMN a, ADD COLUMN c DATE AFTER id, "
+                  f"MODIFY b BIGINT")
+    nolog.execute(f"INSERT INTO {db}.t VALUES (2, '2026-01-02', 20)")
+    nolog.execute(f"INSERT INTO {db}.t VALUES (3, '2026-01-03', 30)")
+    while len(offsets) < 4:
+        offsets.append(first.latestOffset(offsets[-1], ReadMaxRows(1)))
+    batches = [replayed_rows(first, s, e) for s, e in zip(offsets, offsets[1:])]
+    first.stop()
+    want = {r[0]: {"id": r[0], "c": str(r[1]), "b": r[2]}
+            for r in nolog.execute(f"SELECT id, c, b FROM {db}.t WHERE id > 1")}
+    assert batches == [[("c", {"id": 1, "a": "one", "b": 10})], [("c", want[2])],
+                       [("c", want[3])]]
+    # the first batch (its row, then the ALTER) replayed, its commit lost: a new driver plans
+    # it from the offsets alone; the row after its end has the altered table's shape
+    replay = BinlogCdcDataSource(opts).streamReader(source.schema())
+    try:
+        assert replayed_rows(replay, offsets[0], offsets[1]) == batches[0]
+    finally:
+        replay.stop()

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -17,7 +19,9 @@ REPO = Path(__file__).resolve().parents[2]
 #: A driver running ``readStream.format("binlog-cdc")`` -> ``foreachBatch(DeltaUpserter)`` with
 #: availableNow (config JSON: ``root``, ``app_id``, ``server``, ``options``, ``checkpoint``;
 #: optional ``hang_after``/``marker_dir``: after that batch reached Delta, mark it and hang, for
-#: a kill -9 between the Delta commit and Spark's). Prints ``batch N`` per batch, ``done``.
+#: a kill -9 between the Delta commit and Spark's; optional ``out``: each batch's changes that
+#: are not snapshot rows, ``[[op, before, after], ...]``, into ``<out>/<batch id>.json``,
+#: rewritten when Spark replays the batch). Prints ``batch N`` per batch, ``done``.
 DELTA_JOB = textwrap.dedent("""
     import json, os, sys, time
     from streaming.apps.local_spark import local_spark
@@ -28,6 +32,14 @@ DELTA_JOB = textwrap.dedent("""
     up = DeltaUpserter(cfg["root"], app_id=cfg["app_id"], **cfg["server"])
 
     def fb(df, batch_id):
+        if cfg.get("out"):
+            t = df.toArrow()
+            changes = [r for r in zip(*(t.column(c).to_pylist() for c in ("op", "before",
+                                                                           "after"))) if r[0] != "r"]
+            path = os.path.join(cfg["out"], f"{batch_id}.json")
+            with open(path + ".tmp", "w") as f:
+                json.dump(changes, f)
+            os.replace(path + ".tmp", path)
         result = up(df, batch_id)
         print("batch", batch_id, flush=True)
         hang = cfg.get("hang_after")
@@ -51,6 +63,20 @@ DELTA_JOB = textwrap.dedent("""
 
 
 
+def delta_job(server, tmp_path: Path, app_id: str, options: dict, **extra) -> tuple:
+    """``(script, cfg, log)`` of a :data:`DELTA_JOB` reading *options* from *server* into Delta
+    tables under ``tmp_path/"delta"`` (checkpoint ``tmp_path/"chk"``); *extra* adds to the
+    config (``marker_dir``, ``out``...)."""
+    p = server.cdc_params()
+    cfg = {"root": str(tmp_path / "delta"), "app_id": app_id,
+           "checkpoint": str(tmp_path / "chk"), "options": options,
+           "server": {"host": p["host"], "port": p["port"], "user": p["user"],
+                      "password": p["password"]}, **extra}
+    script = tmp_path / "job.py"
+    script.write_text(DELTA_JOB)
+    return script, cfg, tmp_path / "job.log"
+
+
 def start_job(script: Path, cfg: dict, log: Path) -> subprocess.Popen:
     """``python script '<cfg as JSON>'`` in its own session (so its Spark JVM dies with it), this
     checkout first on PYTHONPATH (the driver and its Python workers), output appended to *log*."""
@@ -62,6 +88,39 @@ def start_job(script: Path, cfg: dict, log: Path) -> subprocess.Popen:
                                 stdin=subprocess.DEVNULL, start_new_session=True)
 
 
+#: a log line that names a failure: a traceback's start, an exception or error class, the job's
+#: own FAILED line, a Spark/JVM ERROR record
+_FAILURE_LINE = re.compile(r"Traceback \(most recent call last\)|^\S*(Error|Exception)\b|"
+                           r"\b[A-Z]\w*(Error|Exception):|^FAILED\b|\bERROR\b")
+
+
+def log_summary(text: str, *, lines: int = 40, width: int = 400, tail: int = 2000) -> str:
+    """A job log made readable in a test failure: the first *lines* lines naming a failure
+    (each cut to *width* characters: offsets are long JSON lines), then the log's last *tail*
+    characters."""
+    found = [ln if len(ln) <= width else ln[:width] + f"... [{len(ln)} chars]"
+             for ln in text.splitlines() if _FAILURE_LINE.search(ln)]
+    head = "\n".join(found[:lines]) if found else "(no line names an error)"
+    more = f"\n... and {len(found) - lines} more" if len(found) > lines else ""
+    return (f"--- lines naming errors ---\n{head}{more}\n"
+            f"--- last {tail} characters of the log ---\n{text[-tail:]}")
+
+
+def wait_for(log: Path, proc: subprocess.Popen, what, timeout: float = 300) -> str:
+    """Wait until *what(log text)* holds and return the text, failing the test with the log's
+    summary if the job ends first or *timeout* s pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = log.read_text() if log.exists() else ""
+        if what(text):
+            return text
+        assert proc.poll() is None, (f"the job exited ({proc.returncode}):\n"
+                                     + log_summary(log.read_text()))
+        assert time.monotonic() < deadline, (f"not within {timeout:.0f} s:\n"
+                                             + log_summary(log.read_text()))
+        time.sleep(0.2)
+
+
 def run_to_end(script: Path, cfg: dict, log: Path, timeout: float = 600) -> str:
     """Start the job and wait for it to end by itself (killed -9 after *timeout* s, failing the
     test); asserts it exited 0 and returns its whole log."""
@@ -71,9 +130,10 @@ def run_to_end(script: Path, cfg: dict, log: Path, timeout: float = 600) -> str:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc)
-        pytest.fail(log.read_text()[-4000:])
+        pytest.fail(f"the job did not end within {timeout:.0f} s:\n"
+                    + log_summary(log.read_text()))
     out = log.read_text()
-    assert proc.returncode == 0, out[-4000:]
+    assert proc.returncode == 0, f"the job exited {proc.returncode}:\n" + log_summary(out)
     return out
 
 

@@ -16,6 +16,17 @@ def source_options(mariadb, db: str, start, **extra) -> dict:
     return opts
 
 
+def replayed_rows(reader, start: dict, end: dict) -> list:
+    """(op, after dict) of the batch *start*..*end* as *reader* plans it and its tasks decode
+    it, in ``seq`` order (a reader driven without Spark: a new one is a restarted driver that
+    plans a replayed batch from its two offsets alone)."""
+    rows = []
+    for part in reader.partitions(start, end):
+        for batch in reader.read(part):
+            rows += batch.to_pylist()
+    return [(r["op"], json.loads(r["after"])) for r in sorted(rows, key=lambda r: r["seq"])]
+
+
 def typed_upserts(spark, server, options: dict, tmp_path, image):
     """A typed-mode stream of *options* into Delta tables under ``tmp_path/"delta"`` through a
     :class:`~streaming.sinks.delta.upserter.DeltaUpserter` (availableNow, one checkpoint): ``(run, images,
@@ -45,6 +56,20 @@ def typed_upserts(spark, server, options: dict, tmp_path, image):
         assert q.awaitTermination(240)
         assert q.exception() is None, q.exception()
     return run, images, types
+
+
+def select_all(server, db: str, table: str, value=lambda v: v) -> tuple[list[str], list[tuple]]:
+    """``SELECT *`` of ``db.table``: (column names, rows with *value* applied to each value,
+    sorted by their repr)."""
+    conn = server.connect(database=db)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT * FROM `{table}`")
+            rows = cur.fetchall()
+            names = [d[0] for d in cur.description]
+    finally:
+        conn.close()
+    return names, sorted((tuple(value(v) for v in r) for r in rows), key=repr)
 
 
 def fresh_database(server, name: str) -> str:

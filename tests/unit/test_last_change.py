@@ -1,4 +1,4 @@
-"""streaming.sinks.plan (the last change per key in Arrow compute) gives the same table, row
+"""streaming.sinks.delta.last_change (the last change per key in Arrow compute) gives the same table, row
 for row and in the same order, as the dict walk it replaces (DeltaUpserter._last_changes_fast,
 itself checked against the per-value path in test_delta_fast_path), for random change sequences
 with key changes, deletes and re-inserts, on a one-column and a two-column key; and
@@ -17,7 +17,7 @@ from cdc.binlog.constants import ColumnType as T  # noqa: E402
 from cdc.values.render import row_json  # noqa: E402
 from streaming.sinks.delta.upserter import OP_COLUMN, DeltaUpserter, TableInfo  # noqa: E402
 from streaming.sinks.json_images import NotFast, read_images  # noqa: E402
-from streaming.sinks.plan import last_changes, last_changes_typed  # noqa: E402
+from streaming.sinks.delta.last_change import last_changes, last_changes_typed  # noqa: E402
 
 from test_delta_fast_path import COLUMNS, NAMES, _changes, _col, _row  # noqa: E402
 
@@ -116,8 +116,36 @@ def test_read_images_takes_a_sliced_arrow_array_like_the_list():
     assert got.column("id").to_pylist() == list(range(5, 15))
 
 
+@pytest.mark.parametrize("arrow", [False, True])
+def test_read_images_tells_an_absent_needed_column_from_a_null_value(arrow):
+    """A needed column that is null in the parsed table is looked up in that row's text: an
+    explicit ``null`` is read, an absent column is :class:`NotFast`, wherever the row is."""
+    up, tbl = _table(COLUMNS, ["id"])
+    rnd = random.Random(5)
+    rows = [_row(rnd, k) for k in range(30)]
+    texts = [row_json(NAMES, r) for r in rows]
+    nullable = next(n for n in NAMES if n != "id")
+    at = NAMES.index(nullable)
+    for k in (3, 17):                       # explicit nulls: read as null
+        rows[k] = tuple(None if i == at else v for i, v in enumerate(rows[k]))
+        texts[k] = row_json(NAMES, rows[k])
+
+    def read(t):
+        src = pa.array([""] * 4 + t, pa.string()).slice(4) if arrow else t
+        return read_images(src, tbl.schema, tbl.read_schema, tbl.names)
+    got = read(texts)
+    assert got.column(nullable).to_pylist()[3] is None
+    assert got.equals(read_images(texts, tbl.schema, tbl.read_schema, []))
+    for k in (0, 17, 29):                   # the column absent from one image: not fast
+        lacking = list(texts)
+        lacking[k] = row_json([n for n in NAMES if n != nullable],
+                              tuple(v for i, v in enumerate(rows[k]) if i != at))
+        with pytest.raises(NotFast):
+            read(lacking)
+
+
 def test_by_table_splits_in_order_of_appearance_and_sorts_each_by_seq_stably():
-    from streaming.sinks.plan import by_table, last_truncate
+    from streaming.sinks.delta.last_change import by_table, last_truncate
     rows = [("db", "b", "3", "x"), ("db", "a", "2", "y"), ("db", "b", "1", "z"),
             ("db2", "a", "5", "w"), ("db", "a", "2", "v"), ("db", "a", "0", "u")]
     t = pa.table({k: pa.array(v, pa.string()) for k, v in
@@ -192,7 +220,7 @@ def test_insert_only_batches_equal_the_full_walk(dupes, monkeypatch):
     """Inserts and snapshot rows only (a bulk load, a snapshot chunk) take a shortcut when
     their keys are distinct; with a key twice (a row read by a chunk and inserted in its
     window) they do not. Either way: the full candidate walk's table, in the same order."""
-    import streaming.sinks.plan as lc
+    import streaming.sinks.delta.last_change as lc
     up, tbl = _table(KCOLS, ["a", "b"])
     rnd = random.Random(7)
     keys = [(i // 3, "xyz"[i % 3]) for i in range(60)]

@@ -130,3 +130,25 @@ def test_one_replica_config_from_the_options():
     assert not c.check_server_id                       # Spark's tasks share the id range
     assert o.replica_config(server_id=4243).server_id == 4243
     assert "s3cret" not in repr(c)
+
+
+def test_on_data_loss_and_its_older_spelling_failondataloss():
+    assert parse().on_data_loss == "fail" and parse().fail_on_data_loss
+    assert parse(onDataLoss="Resnapshot").on_data_loss == "resnapshot"
+    assert parse(onDataLoss="resnapshot").fail_on_data_loss     # where no re-snapshot can start
+    assert parse(failOnDataLoss="false").on_data_loss == "skip"
+    assert parse(failOnDataLoss="true", onDataLoss="fail").on_data_loss == "fail"
+    with pytest.raises(ConfigurationError, match="onDataLoss must be fail, skip or resnapshot"):
+        parse(onDataLoss="retry")
+    with pytest.raises(ConfigurationError, match="onDataLoss=resnapshot and failOnDataLoss=false "
+                                                 "disagree: keep onDataLoss only"):
+        parse(onDataLoss="resnapshot", failOnDataLoss="false")
+
+
+def test_snapshot_batch_rows():
+    assert parse().snapshot_batch_rows() == 500_000
+    assert parse(snapshotRowsPerTrigger="1000").snapshot_batch_rows() == 1000
+    assert parse(maxEventsPerTrigger="300").snapshot_batch_rows() == 300
+    assert parse(snapshotRowsPerTrigger="200", maxEventsPerTrigger="300").snapshot_batch_rows() \
+        == 200
+    assert parse().snapshot_batch_rows(40) == 40

@@ -41,142 +41,60 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc.binlog.constants import ColumnType as T
 from cdc.errors import SchemaError
-from cdc.schema.columns import charset_collation, server_column
-from cdc.schema.ddl import CreateTable, parse_ddl
 from cdc.values.render import to_json_text
-from cdc.values.types import ColumnDef
 
+from streaming.contract.envelope import SCHEMA_CHANGE
 from streaming.sinks.delta.types import parse_image
+from streaming.sinks.plan import RESNAPSHOT, Shape, Step, record_columns
 
 __all__ = ["SCHEMA_CHANGE", "DDL_SUFFIX", "apply_schema_changes", "record_columns",
-           "implicit_default", "delta_shape"]
+           "delta_shape"]
 
 log = logging.getLogger("binlog_cdc.delta")
 
-SCHEMA_CHANGE = "schema_change"
 DDL_SUFFIX = "#ddl"         # <app_id>#ddl: the app transaction of the rewrites
-_RESNAPSHOT = ("re-snapshot the table into a new Delta table (the source's option signalTable, "
-               "docs/snapshot.md), or migrate the Delta table by hand")
 _META, _KEY = "binlog_cdc.column", "binlog_cdc.key"    # Delta column metadata
-_ZERO_TEMPORAL = {"date": "0000-00-00", "datetime": "0000-00-00 00:00:00", "year": 0,
-                  "time": "00:00:00"}
 
 
 # --- the shape a record describes -----------------------------------------------------------------
 
 
-def _column_def(i: int, c: dict) -> ColumnDef:
-    ctype = str(c["type"])
-    quoted = "`" + str(c["name"]).replace("`", "``") + "`"
-    stmt = parse_ddl(f"CREATE TABLE t ({quoted} {ctype})", mariadb=False)
-    if not isinstance(stmt, CreateTable) or len(stmt.columns) != 1:
-        raise SchemaError(f"schema change: column {c['name']} has a type {ctype!r} binlog-cdc "
-                          f"cannot read")
-    charset = c.get("charset") or "utf8mb4"
-    try:
-        coll = charset_collation("binary" if charset == "binary" else charset)
-    except Exception:           # an unknown character set: the text stays text
-        coll = charset_collation("utf8mb4")
-    col = server_column(stmt.columns[0], coll)._replace(nullable=bool(c.get("nullable", True)))
-    out = col.column_def(i)
-    if out is None:
-        raise SchemaError(f"schema change: column {c['name']} has type {ctype}, which the Delta "
-                          f"upserter cannot map to a Delta type")
-    return out
-
-
-def record_columns(record: dict) -> list[ColumnDef]:
-    """The columns of a schema-change record as :class:`~cdc.values.types.ColumnDef`."""
-    pk = set(record.get("primary_key") or [])
-    cols = [_column_def(i, c) for i, c in enumerate(record["columns"])]
-    for c in cols:
-        c.primary_key = c.name in pk
-    return cols
-
-
-def implicit_default(col: ColumnDef, data_type: str):
-    """The JSON-image value MySQL gives existing rows for a NOT NULL column added without a
-    DEFAULT (None: not known)."""
-    rt = col.real_type
-    if rt in (T.ENUM,):
-        return col.enum_values[0] if col.enum_values else ""
-    if data_type in _ZERO_TEMPORAL:
-        return _ZERO_TEMPORAL[data_type]
-    if rt in (T.TIMESTAMP, T.TIMESTAMP2, T.GEOMETRY, T.JSON, T.VECTOR):
-        return None
-    if rt in (T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.BIT):
-        return 0
-    if rt in (T.FLOAT, T.DOUBLE, T.NEWDECIMAL):
-        return Decimal(0)
-    return ""               # text, binary (base64 of b''), SET
-
-
-class _Shape:
-    """A table's shape after a record: columns, key, Arrow schema, what added columns hold."""
+class _Shape(Shape):
+    """:class:`streaming.sinks.plan.Shape` with the Delta table's Arrow schema and converters."""
 
     def __init__(self, up, db: str, table: str, record: dict):
-        self.record = record
-        self.columns = record_columns(record)
-        self.primary_key = list(record.get("primary_key") or [])
+        super().__init__(db, table, record)
         self.schema, self.conv = up.table_types(self.columns)
-        self.names = [c.name for c in self.columns]
         pk = self.primary_key
         self.annotated = pa.schema([   # the schema with each column's MySQL definition
             f.with_metadata({_META: to_json_text(spec),
                              _KEY: str(pk.index(f.name) + 1) if f.name in pk else ""})
             for f, spec in zip(self.schema, record["columns"])])
-        self.fill: dict[str, object] = {}     # JSON-image value of an added column
-        self.unknown: dict[str, str] = {}     # added column -> why its value is unknown
-        for spec, col in zip(record["columns"], self.columns):
-            if spec.get("default_expr"):
-                self.unknown[col.name] = (
-                    f"column {col.name} is added with the expression default of "
-                    f"{db}.{table}'s DDL {record.get('ddl')!r}, whose value in existing rows is "
-                    f"not in the binlog")
-            elif spec.get("default") is not None:
-                self.fill[col.name] = spec["default"]
-            elif spec.get("nullable", True):
-                self.fill[col.name] = None
-            else:
-                v = implicit_default(col, str(spec["type"]).split("(")[0].split()[0].lower())
-                if v is None:
-                    self.unknown[col.name] = (
-                        f"column {col.name} ({spec['type']} NOT NULL, no DEFAULT) is added by "
-                        f"{db}.{table}'s DDL {record.get('ddl')!r}; the value MySQL gave "
-                        f"existing rows is not known")
-                self.fill[col.name] = v
 
 
 # --- steps and lineages ---------------------------------------------------------------------------
 
 
-class _Step:
-    """One record applied to a lineage: from *prev* (Arrow schema, or None: not known) to
-    *shape*, columns renamed by *renamed*."""
+class _Step(Step):
+    """:class:`streaming.sinks.plan.Step` of a lineage: from *prev_schema* (the Arrow schema,
+    or None: not known) to *shape*, with the conversion of row images and Delta tables."""
 
-    def __init__(self, seq: str, prev: pa.Schema | None, shape: _Shape, renamed: dict):
-        self.seq, self.prev, self.shape = seq, prev, shape
-        self.renamed = dict(renamed or {})
-        self.inverse = {new: old for old, new in self.renamed.items()}
+    def __init__(self, seq: str, prev_schema: pa.Schema | None, shape: _Shape, renamed: dict):
+        super().__init__(seq, prev_schema.names if prev_schema is not None else None, shape,
+                         renamed)
+        self.prev_schema = prev_schema
         self._retyped_at: dict[int, bool] = {}
-
-    def source(self, name: str, old: set) -> str | None:
-        """The old column the new column *name* comes from (None: added)."""
-        if name in self.inverse:
-            return self.inverse[name]
-        return name if name in old and name not in self.renamed else None
 
     def changes_data(self) -> bool:
         """Whether the Delta columns change (names, order or Delta types)."""
-        if self.prev is None:
+        if self.prev_schema is None:
             return True
-        return [(f.name, _delta_type(f.type)) for f in self.prev] != \
+        return [(f.name, _delta_type(f.type)) for f in self.prev_schema] != \
             [(f.name, _delta_type(f.type)) for f in self.shape.schema]
 
     def image(self, row: dict, typed: bool) -> dict:
-        old = set(self.prev.names) if self.prev is not None else set(row)
+        old = set(self.prev_schema.names) if self.prev_schema is not None else set(row)
         out = {}
         for j, name in enumerate(self.shape.names):
             src = self.source(name, old)
@@ -187,7 +105,7 @@ class _Step:
                         self._check(j, v, typed)
             elif name in self.shape.unknown:
                 raise SchemaError(f"DeltaUpserter: {self.shape.unknown[name]} (a change before "
-                                  f"it in the same batch needs it); {_RESNAPSHOT}")
+                                  f"it in the same batch needs it); {RESNAPSHOT}")
             else:
                 v = self.shape.fill[name]
                 out[name] = self.shape.conv[j](v) if typed and v is not None else v
@@ -197,7 +115,7 @@ class _Step:
         """Whether column *j* comes from *src* of another Delta type (or one not known)."""
         if j not in self._retyped_at:
             new = self.shape.schema.field(j).type
-            old = self.prev.field(src).type if self.prev is not None else None
+            old = self.prev_schema.field(src).type if self.prev_schema is not None else None
             self._retyped_at[j] = old is None or _delta_type(old) != _delta_type(new)
         return self._retyped_at[j]
 
@@ -214,7 +132,7 @@ class _Step:
             raise SchemaError(
                 f"DeltaUpserter: a change before {self.shape.record.get('ddl')!r} in the same "
                 f"batch has {field.name} = {v!r}, which the column's new type {field.type} "
-                f"cannot hold ({e}); nothing was written; {_RESNAPSHOT}") from None
+                f"cannot hold ({e}); nothing was written; {RESNAPSHOT}") from None
 
     def table(self, data: pa.Table, where: str) -> pa.Table:
         old = set(data.column_names)
@@ -231,11 +149,11 @@ class _Step:
                             f"DeltaUpserter: {where}: the DDL {self.shape.record.get('ddl')!r} "
                             f"changes column {field.name} from {arr.type} to {field.type}, and "
                             f"the Delta table's values do not convert exactly ({e}); "
-                            f"{_RESNAPSHOT}") from None
+                            f"{RESNAPSHOT}") from None
                 arrays.append(arr)
             elif field.name in self.shape.unknown and data.num_rows:
                 raise SchemaError(f"DeltaUpserter: {where}: {self.shape.unknown[field.name]}; "
-                                  f"nothing was written; {_RESNAPSHOT}")
+                                  f"nothing was written; {RESNAPSHOT}")
             else:
                 v = self.shape.fill.get(field.name)
                 v = None if v is None else self.shape.conv[j](v)
@@ -318,7 +236,7 @@ class _Planner:
             return
         if rec.get("columns") is None and not (rec.get("renamed_from") and kind == "RENAME"):
             raise SchemaError(f"DeltaUpserter: {db}.{table}: the schema change {rec.get('ddl')!r}"
-                              f" has no column list; {_RESNAPSHOT}")
+                              f" has no column list; {RESNAPSHOT}")
         if rec.get("unsure"):
             log.warning("%s.%s: the source could not follow %r exactly; columns are matched by "
                         "name", db, table, rec.get("ddl"))

@@ -48,67 +48,28 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import pyarrow as pa
 
 from cdc.values.types import ColumnDef
 from cdc.errors import ConfigurationError, SchemaError
 from cdc.replica.config import ReplicaConfig
-from cdc.replica.server import primary_key
-from cdc.replica.sql import SqlSession, connect, fetch_rows
 
-from streaming.contract.tables import columns_from_server
 from streaming.sinks.delta.ddl import SCHEMA_CHANGE, apply_schema_changes
 from streaming.sinks.delta.types import (arrow_converter, arrow_schema, delta_spark_type,
                                    json_converter, parse_image, typed_converter)
 from streaming.sinks.foreach_batch import spark_safe
 from streaming.sinks.json_images import NotFast, read_images, reader_schema
-from streaming.sinks.plan import by_table, last_changes, last_changes_typed, last_truncate
+from streaming.sinks.delta.last_change import (by_table, last_changes, last_changes_typed,
+                                               last_truncate)
+from streaming.sinks.plan import OP_COLUMN, merge_clauses, refuse_keyless
+from streaming.sinks.tables import (ColumnSource, ServerColumns, TableInfo, default_table_path,
+                                    server_columns, table_info_from_server)
 from streaming.contract.envelope import UPSERT_FIELDS
 
 
 log = logging.getLogger("binlog_cdc.delta")
-
-OP_COLUMN = "_cdc_op"     # the change kind carried next to the columns in the MERGE source
-
-class TableInfo(NamedTuple):
-    """What the upserter needs to know about one source table."""
-
-    columns: list[ColumnDef]
-    primary_key: list[str]
-
-
-ColumnSource = Callable[[str, str], TableInfo]
-"""``(db, table) -> TableInfo``: where the upserter gets table definitions."""
-
-
-# --- table definitions from the server ------------------------------------------------------------
-
-
-def table_info_from_server(conn, db: str, table: str) -> TableInfo:
-    """Columns (``information_schema.COLUMNS``) and primary key of ``db.table``."""
-    columns = columns_from_server(conn, db, table)
-    pk = primary_key(lambda sql, args: fetch_rows(conn, sql, args), db, table)
-    for c in columns:
-        c.primary_key = c.name in pk
-    return TableInfo(columns, pk)
-
-
-class ServerColumns:
-    """A :data:`ColumnSource` asking the server of *config* (one lazily opened PyMySQL
-    connection, with the config's TLS settings)."""
-
-    def __init__(self, config: ReplicaConfig):
-        self.config = config
-        self._sql = SqlSession(lambda: connect(self.config))
-
-    def __call__(self, db: str, table: str) -> TableInfo:
-        return self._sql.run(lambda conn: table_info_from_server(conn, db, table))
-
-    def close(self) -> None:
-        self._sql.close()
-
 
 # --- the upserter ----------------------------------------------------------------------------------
 
@@ -118,10 +79,7 @@ class _Table:
 
     def __init__(self, db: str, name: str, info: TableInfo):
         self.db, self.name = db, name
-        if not info.primary_key:
-            raise ConfigurationError(
-                f"DeltaUpserter: {db}.{name} has no primary key; upserts need a primary key to "
-                f"match changes to rows (add one, or leave the table out with excludeTables)")
+        refuse_keyless("DeltaUpserter", db, name, info.primary_key)
         self.columns = info.columns
         self.names = [c.name for c in info.columns]
         self.name_set = set(self.names)
@@ -142,13 +100,6 @@ class _Table:
         self.typed_arrow_conv = {c.name: arrow_converter(f) for c, f in zip(self.columns,
                                                                        self.typed_conv) if f}
         self.read_schema = reader_schema(self.schema, self.columns)   # None: value by value
-
-
-def default_table_path(root: str, db: str, table: str) -> str:
-    """``<root>/<db>/<table>`` (a URI root such as ``s3://bucket/cdc`` is joined with ``/``)."""
-    if "://" in root:
-        return root.rstrip("/") + "/" + db + "/" + table
-    return os.path.join(root, db, table)
 
 
 def _no_schema_changes(changes: pa.Table) -> None:
@@ -194,14 +145,7 @@ class DeltaUpserter:
             raise ConfigurationError("DeltaUpserter: app_id is required (it names the stream in "
                                      "the Delta tables' transaction log; one per checkpoint)")
         if columns is None:
-            if config is None:
-                if not host or not user:
-                    raise ConfigurationError("DeltaUpserter: give config= (the source's "
-                                             "ReplicaConfig), or host and user (and password) "
-                                             "of the source server, or a columns=(db, table) -> "
-                                             "TableInfo function")
-                config = ReplicaConfig(host, port, user, password or "", ssl=ssl)
-            columns = ServerColumns(config)
+            columns = server_columns("DeltaUpserter", host, port, user, password, ssl, config)
         self.root = os.fspath(root)
         self.app_id = str(app_id)
         self.columns = columns
@@ -528,15 +472,17 @@ class DeltaUpserter:
         predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in tbl.primary_key)
         if not truncate:
             predicate = key_ranges(source, tbl.schema, tbl.primary_key) + predicate
-        merge = (dt.merge(source, predicate, source_alias="s", target_alias="t",
-                          merge_schema=merge_schema, commit_properties=props)
-                 .when_matched_delete(predicate=f"s.{OP_COLUMN} = 'd'")
-                 .when_matched_update_all(predicate=f"s.{OP_COLUMN} <> 'd'",
-                                          except_cols=[OP_COLUMN])
-                 .when_not_matched_insert_all(predicate=f"s.{OP_COLUMN} <> 'd'",
-                                              except_cols=[OP_COLUMN]))
-        if truncate:
-            merge = merge.when_not_matched_by_source_delete()
+        merge = dt.merge(source, predicate, source_alias="s", target_alias="t",
+                         merge_schema=merge_schema, commit_properties=props)
+        for kind, cond in merge_clauses(truncate):        # streaming.sinks.plan
+            if kind == "delete":
+                merge = merge.when_matched_delete(predicate=cond)
+            elif kind == "update":
+                merge = merge.when_matched_update_all(predicate=cond, except_cols=[OP_COLUMN])
+            elif kind == "insert":
+                merge = merge.when_not_matched_insert_all(predicate=cond, except_cols=[OP_COLUMN])
+            else:
+                merge = merge.when_not_matched_by_source_delete()
         merge.execute()
         if truncate:
             self._recorded(path, batch_id, props)
