@@ -475,7 +475,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict):
         d = self.driver
-        self._legacy.planned(start, end, lambda o: d.recorded(o).key)
+        self._legacy.planned(start, end, lambda o: Position.from_offset(o).key)
         if snapshot.lost_at(end) and snapshot.lost_at(end) != snapshot.lost_at(start):
             return []           # lost binlog: the re-snapshot that starts at *end* replaces it
         chunks = self._binlog_partitions(start, end)
