@@ -63,8 +63,6 @@ import time
 from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxBytes,
-                                              ReadMaxRows, SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
 from cdc.errors import BinlogPurgedError, CdcError, ConfigurationError
@@ -72,6 +70,8 @@ from cdc.positions import Position, Start, parse_gtid_state
 from cdc.replica.history_state import restore_history, use_history
 from cdc.replica.sql import ask_on, binlog_status, connect, resolve_start
 
+from streaming._compat import (LegacyOffsets, ReadAllAvailable, ReadLimit, ReadMaxBytes,
+                               ReadMaxRows, SupportsTriggerAvailableNow)
 from streaming.source.batches import BatchBuilder, record_batches
 from streaming.source.bounded import BoundedBatchReader
 from streaming.contract.tables import columns_from_server
@@ -241,6 +241,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._driver: Driver | None = None
         self._lag_report: dict | None = None
         self._quiet_since: float | None = None   # monotonic time the offset was first held
+        self._legacy = LegacyOffsets()           # PySpark 4.0/4.1: the next batch's start
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -260,8 +261,10 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # --- offsets ---------------------------------------------------------------------------
 
     def initialOffset(self) -> dict:
-        """Where the stream starts; the schema history is seeded there (see
-        :mod:`streaming.source.schema_history`)."""
+        """Where the stream starts (made once); the schema history is seeded there."""
+        return self._legacy.once(self._initial_offset)
+
+    def _initial_offset(self) -> dict:
         d = self.driver
         if self.opts.snapshot:
             first = snapshot.initial_offset(d, self.opts)
@@ -315,7 +318,11 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ``lastProgress.sources[].latestOffset``; :mod:`streaming.metrics` publishes it)."""
         return self._lag_report
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
+        # PySpark 4.0/4.1 (no admission control) give no start: see streaming._compat
+        return self._legacy.latest(self) if start is None else self.latest_offset(start, limit)
+
+    def latest_offset(self, start: dict, limit: ReadLimit) -> dict:
         d = self.driver
         max_rows, max_bytes = self._limits(limit)
         try:
@@ -468,6 +475,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict):
         d = self.driver
+        self._legacy.planned(start, end, lambda o: Position.from_offset(o).key)
         if snapshot.lost_at(end) and snapshot.lost_at(end) != snapshot.lost_at(start):
             return []           # lost binlog: the re-snapshot that starts at *end* replaces it
         chunks = self._binlog_partitions(start, end)

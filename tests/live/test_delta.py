@@ -28,6 +28,7 @@ from pyspark.errors import StreamingQueryException  # noqa: E402
 
 from cdc.errors import ConfigurationError, SchemaError  # noqa: E402
 from cdc.values.render import time_text  # noqa: E402
+from streaming._compat import ADMISSION_CONTROL  # noqa: E402
 from streaming.sinks.delta.upserter import DeltaUpserter  # noqa: E402
 
 from support.processes import DELTA_JOB, kill_group, start_job  # noqa: E402
@@ -166,6 +167,7 @@ def history_batches(path) -> list[int]:
 # --- tests -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.compat("delta-rs sink (DeltaUpserter)")
 def test_stream_upserts_equal_source(spark, mariadb, db, tmp_path):
     create_tables(mariadb, db)
     start = mariadb.current_position()
@@ -181,7 +183,8 @@ def test_stream_upserts_equal_source(spark, mariadb, db, tmp_path):
     q = run_available_now(spark, source_options(mariadb, db, start, maxEventsPerTrigger=12),
                           fb, tmp_path / "chk")
     assert q.exception() is None, q.exception()
-    assert len(batches) >= 4, batches           # several micro-batches
+    # several micro-batches (PySpark 4.0/4.1 run availableNow as Trigger.Once: one)
+    assert len(batches) >= 4 if ADMISSION_CONTROL else batches == [0], batches
     src_o, src_s = assert_same(mariadb, db, root)
     assert len(src_o) == 18 and len(src_s) == 9
     # spot checks of typed values
@@ -248,7 +251,11 @@ def test_replayed_batch_changes_nothing(spark, mariadb, db, tmp_path):
     assert up.upsert_arrow(changes, recorded) == {f"{db}.orders": 0}
 
 
+@pytest.mark.compat("delta-rs sink (DeltaUpserter)")
 def test_killed_and_restarted_query(mariadb, db, tmp_path):
+    if not ADMISSION_CONTROL:
+        pytest.skip("the job is killed inside the second batch of an availableNow run: PySpark "
+                    "4.0/4.1 run availableNow as Trigger.Once (one batch)")
     create_tables(mariadb, db)
     start = mariadb.current_position()
     workload(mariadb, db)

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from pyspark.sql.streaming.datasource import ReadAllAvailable  # noqa: E402
+from streaming._compat import ReadAllAvailable  # noqa: E402
 
 from streaming.source.datasource import BinlogCdcDataSource  # noqa: E402
 
