@@ -99,6 +99,11 @@ class ConfigurationError(CdcError, ValueError):
     """Bad options or arguments given by the user."""
 
 
+class SparkVersionError(ConfigurationError):
+    """A feature asked of a PySpark release that cannot do it (the message names the release
+    that can)."""
+
+
 # --- replication --------------------------------------------------------------------------------
 
 

@@ -85,6 +85,16 @@ def pytest_configure(config: pytest.Config) -> None:
         "(default all of mariadb-10.11, mariadb-11.8, mysql-9.7); CDC_SERVERS narrows it")
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """A test of the compatibility suite (``@pytest.mark.compat("feature")``) names its feature
+    in the JUnit XML (a ``compat`` property; default: its module), which ``tools.compat_table``
+    reads."""
+    marker = item.get_closest_marker("compat")
+    if marker is not None:
+        feature = marker.args[0] if marker.args else item.module.__name__.rpartition(".")[2]
+        item.user_properties.append(("compat", feature))
+
+
 def _servers_of(node: Any) -> tuple[str, ...] | None:
     marker = node.get_closest_marker("servers")
     if marker is None:

@@ -14,6 +14,8 @@ Rules, read statically from the source (nothing is imported):
    ``source`` and the ``sinks`` never import each other, and only ``apps`` (and the package's
    re-exports) import the applications.
 4. No module over :data:`MAX_LINES` lines (C files and generated tables aside).
+5. PySpark APIs that differ between the supported releases (:data:`VERSIONED`) are imported by
+   :data:`COMPAT` alone; the rest of the code takes them from there.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ MAX_LINES = 650
 SANS_IO = ("cdc.binlog", "cdc.values", "cdc.rows", "cdc.positions")
 IO_LAYERS = ("cdc.replica", "cdc.cli", "cdc.embedded")
 SPARK_ONLY = ("streaming", "pyspark", "pyarrow")
+COMPAT = "streaming._compat"
+#: not the same in every supported PySpark (4.0-4.3): admission control came in 4.2, pipelines
+#: in 4.1, the Arrow conversions' arguments changed in 4.2
+VERSIONED = ("pyspark.sql.streaming.datasource", "pyspark.pipelines",
+             "pyspark.sql.pandas.types")
 #: the parts of ``streaming/`` and the parts each must not import
 STREAMING_LAYERS = {
     "streaming.contract": ("streaming.source", "streaming.sinks", "streaming.apps",
@@ -147,6 +154,11 @@ def problems(root: Path = ROOT) -> list[str]:
             if name.startswith("cdc") and _within(target, SPARK_ONLY):
                 found.append(f"{rel}:{line}: cdc/ imports {target} (Spark/Arrow belong in "
                              f"streaming/ and the spark extra)")
+            versioned = [m for m in [target] + [f"{target}.{n}" for n in names]
+                         if _within(m, VERSIONED)]
+            if versioned and name != COMPAT:
+                found.append(f"{rel}:{line}: imports {versioned[0]}, which not every supported "
+                             f"PySpark has: take it from {COMPAT}")
             if _within(name, SANS_IO) and _within(target, IO_LAYERS):
                 found.append(f"{rel}:{line}: the sans-IO layer {name} imports {target}")
             if _within(name, ("cdc.replica",)) and _within(target, ("cdc.cli",)):

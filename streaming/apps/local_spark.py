@@ -10,14 +10,15 @@ import sys
 import zipfile
 from urllib.parse import urlparse
 
+from streaming._compat import CHECKPOINT_FILE_MANAGER
+
 # Spark's checkpoint writer that renames a temporary file with the FileSystem API. The default
 # (FileContext) one costs ~40 ms per log file on a local disk, and every micro-batch writes two
 # (the offset log and the commit log): with this one both take ~10-20 ms. The rename is atomic
 # on local disks and HDFS, which is what a checkpoint needs; on object stores keep Spark's
 # default (see README "Low latency for dashboards").
 FILE_SYSTEM_CHECKPOINTS = ("spark.sql.streaming.checkpointFileManagerClass",
-                           "org.apache.spark.sql.execution.streaming.checkpointing."
-                           "FileSystemBasedCheckpointFileManager")
+                           CHECKPOINT_FILE_MANAGER)
 
 
 def renames_atomically(location: str) -> bool:

@@ -82,11 +82,13 @@ def auto_cdc_flows(spark, tables: str = "*.*", scd_type: int = 1, *,
     (host, port, user, passwordFile, startingPosition, ...; not ``table``, ``includeTables`` or
     ``layout``). *target*/*view* name the datasets (``{db}``, ``{table}`` are replaced).
     Returns what was defined."""
-    from pyspark import pipelines as dp
     from pyspark.sql.functions import expr
+
+    from streaming._compat import pipelines
 
     if scd_type not in (1, 2, "1", "2"):
         raise ConfigurationError(f"auto_cdc_flows: scd_type must be 1 or 2, not {scd_type!r}")
+    dp = pipelines(int(scd_type))
     opts_in = {k: str(v) for k, v in source_options.items()}
     for reserved in ("table", "includeTables", "excludeTables", "layout"):
         if any(k.lower() == reserved.lower() for k in opts_in):

@@ -36,10 +36,10 @@ from typing import Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from cdc.errors import SchemaError
+from streaming._compat import to_arrow_schema
 from streaming.contract.spark_schema import SOURCE_TYPE, image_struct
 
 #: The change metadata columns of the flat layout, after the table's columns.

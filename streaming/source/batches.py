@@ -8,7 +8,6 @@ from typing import Callable, Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from pyspark.sql.types import StructField, StructType
 
 from cdc.positions import binlog_file_number
@@ -19,6 +18,7 @@ from cdc.binlog.transactions import SchemaChangeAt, key_values
 from cdc.values.render import (compile_json_pair_renderer, compile_json_renderer, row_json,
                                to_json_text)
 
+from streaming._compat import to_arrow_schema, to_arrow_type
 from streaming.contract.spark_schema import IDENTITY_TYPES, SOURCE_TYPE, image_struct, spark_column
 
 

@@ -21,10 +21,11 @@ from __future__ import annotations
 import logging
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from cdc.errors import ConfigurationError
 from cdc.positions import binlog_file_number
+
+from streaming._compat import ReadAllAvailable
 
 log = logging.getLogger("binlog_cdc.spark")
 

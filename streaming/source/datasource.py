@@ -62,8 +62,6 @@ from typing import Iterator
 
 from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
                                     InputPartition)
-from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxBytes,
-                                              ReadMaxRows, SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
 from cdc.binlog.files import BinlogFileReader, EarlierPrepared
@@ -73,6 +71,8 @@ from cdc.positions import Position, Start, parse_gtid_state
 from cdc.replica.history_state import restore_history, use_history
 from cdc.replica.sql import ask_on, binlog_status, connect, resolve_start
 
+from streaming._compat import (LegacyOffsets, ReadAllAvailable, ReadLimit, ReadMaxBytes,
+                               ReadMaxRows, SupportsTriggerAvailableNow)
 from streaming.source.batches import BatchBuilder, record_batches
 from streaming.source.bounded import BoundedBatchReader
 from streaming.contract.tables import columns_from_server
@@ -85,6 +85,7 @@ from streaming.source.planning import (MAX_CHUNKS, SCAN_LOOKAHEAD, Boundary, aft
 from streaming.contract.flat import flat_schema, flatten_batches
 from streaming.source.flat_reader import FlatBatchReader
 from streaming.contract.spark_schema import JSON_SCHEMA, typed_schema, with_fields, with_schema_changes
+from streaming.source.schema_history import KEY as HISTORY_KEY
 from streaming.source.storage import list_files, storage_for
 from streaming.source import snapshot
 
@@ -293,6 +294,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._driver: Driver | None = None
         self._lag_report: dict | None = None
         self._quiet_since: float | None = None   # monotonic time the offset was first held
+        self._legacy = LegacyOffsets(HISTORY_KEY)   # PySpark 4.0/4.1: the next batch's start
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -312,8 +314,12 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # --- offsets ---------------------------------------------------------------------------
 
     def initialOffset(self) -> dict:
-        """Where the stream starts; the schema history is seeded there (see
-        :mod:`streaming.source.schema_history`)."""
+        """Where the stream starts (made once); the schema history is seeded there."""
+        if self._legacy.initial is None:
+            self._legacy.initial = self._initial_offset()
+        return self._legacy.initial
+
+    def _initial_offset(self) -> dict:
         d = self.driver
         if self.opts.snapshot:
             first = snapshot.initial_offset(d, self.opts)
@@ -367,7 +373,12 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ``lastProgress.sources[].latestOffset``; :mod:`streaming.metrics` publishes it)."""
         return self._lag_report
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
+        if start is None:      # PySpark 4.0/4.1 (no admission control): see streaming._compat
+            return self._legacy.latest(self)
+        return self.latest_offset(start, limit)
+
+    def latest_offset(self, start: dict, limit: ReadLimit) -> dict:
         d = self.driver
         max_rows, max_bytes = self._limits(limit)
         if snapshot.in_snapshot(start):
@@ -498,6 +509,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict):
         d = self.driver
+        self._legacy.planned(start, end)
         if snapshot.in_snapshot(start):
             return snapshot.partitions(d, self.opts, start, end)
         d.schema.restore(start, d.recorded(start))   # before d.offset: its GTID probe uses it

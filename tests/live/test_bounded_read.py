@@ -35,6 +35,7 @@ def _tx(cur, ids, note):
     cur.execute("INSERT INTO t VALUES " + ",".join(f"({i}, '{note}{i}')" for i in ids))
 
 
+@pytest.mark.compat("bounded read of a live server")
 def test_bounded_reads_equal_the_streams_rows(spark, mariadb, db):
     start = mariadb.current_position()
     conn = mariadb.connect(database=db)

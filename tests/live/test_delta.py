@@ -166,6 +166,7 @@ def history_batches(path) -> list[int]:
 # --- tests -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.compat("delta-rs sink (DeltaUpserter)")
 def test_stream_upserts_equal_source(spark, mariadb, db, tmp_path):
     create_tables(mariadb, db)
     start = mariadb.current_position()
@@ -248,6 +249,7 @@ def test_replayed_batch_changes_nothing(spark, mariadb, db, tmp_path):
     assert up.upsert_arrow(changes, recorded) == {f"{db}.orders": 0}
 
 
+@pytest.mark.compat("delta-rs sink (DeltaUpserter)")
 def test_killed_and_restarted_query(mariadb, db, tmp_path):
     create_tables(mariadb, db)
     start = mariadb.current_position()

@@ -93,7 +93,7 @@ def _write_other(server, other: str, changes: int) -> float:
 def _driver_scan(opts: dict, offset: Position) -> tuple[float, dict]:
     """The first trigger of a query restarted at *offset*: the source's latestOffset on the
     driver (its binlog scan from there to the end), timed. Returns (seconds, its offset)."""
-    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from streaming._compat import ReadAllAvailable
 
     from streaming.source.datasource import BinlogCdcDataSource
 

@@ -85,6 +85,7 @@ def run_workload(w: Workload) -> None:
     w.server.execute("FLUSH TABLES")           # not DDL of a table: nothing
 
 
+@pytest.mark.compat("schema changes")
 def test_stream_delivers_schema_changes_between_the_rows(spark, server, sdb, tmp_path):
     start = server.current_position()
     w = Workload(server, sdb)
@@ -142,6 +143,7 @@ def test_without_the_option_nothing_changes(spark, server, sdb):
         [e[0] for e in w.expected if e[0] != "s"]
 
 
+@pytest.mark.compat("schema changes")
 def test_typed_mode_stops_at_a_change_of_its_table_then_restarts_with_the_new_shape(
         spark, server, sdb, tmp_path):
     server.execute(f"CREATE TABLE {sdb}.k (id INT PRIMARY KEY, v VARCHAR(5))")

@@ -17,7 +17,7 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark")
 
-from pyspark.sql.streaming.datasource import ReadAllAvailable  # noqa: E402
+from streaming._compat import ReadAllAvailable  # noqa: E402
 
 from streaming.source.datasource import BinlogCdcDataSource  # noqa: E402
 from support.spark_support import batch_rows, fresh_database, source_options  # noqa: E402

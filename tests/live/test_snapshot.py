@@ -223,6 +223,7 @@ def test_snapshot_after_purge_with_concurrent_writes_equals_source(spark, server
     assert not bad, (len(bad), bad[:3])
 
 
+@pytest.mark.compat("snapshot")
 def test_tables_by_unique_key_and_without_key(spark, mariadb, tmp_path):
     """A table without a primary key is chunked by a unique NOT NULL key; one without any key
     is read as one chunk; JSON images of snapshot rows are the binlog's (op 'r')."""
@@ -322,6 +323,7 @@ def test_million_rows_killed_three_times_mid_snapshot(server, mariadb_factory, t
     assert max(ages) < min(10.0, killed_phase / 3), (max(ages), killed_phase)
 
 
+@pytest.mark.compat("snapshot")
 def test_batch_read_of_a_live_server_and_typed_mode(spark, mariadb):
     """spark.read with option host: the tables of a live server, read in chunks; typed mode
     gives the table's Spark types."""

@@ -28,6 +28,7 @@ from pyspark.sql.types import (BinaryType, ByteType, DateType, DayTimeIntervalTy
 
 from cdc.positions import Position  # noqa: E402
 
+from streaming._compat import ADMISSION_CONTROL  # noqa: E402
 from support.spark_support import source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.servers]
@@ -148,6 +149,7 @@ def _kill_job_mid_batch(cfg: dict, checkpoint: Path, batches_done: int, timeout:
             proc.wait(30)
 
 
+@pytest.mark.compat("stream: driver killed mid-batch 3 times")
 def test_killed_three_times_mid_batch_no_loss_no_duplicate(spark, mariadb, db, tmp_path):
     start = mariadb.current_position()
     conn = mariadb.connect(database=db)
@@ -181,10 +183,14 @@ def test_killed_three_times_mid_batch_no_loss_no_duplicate(spark, mariadb, db, t
             mariadb.execute("FLUSH BINARY LOGS")
     assert cut == sorted(cut) and len(set(cut)) == 3
 
-    done = subprocess.run([sys.executable, str(HERE.parent / "support" / "spark_stream_job.py"),
-                           json.dumps(dict(cfg, available_now=True))],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    # PySpark 4.0/4.1 run availableNow as Trigger.Once: the run that finishes the interrupted
+    # batch stops there, and a second one reads the rest
+    for _ in range(1 if ADMISSION_CONTROL else 2):
+        done = subprocess.run([sys.executable, str(HERE.parent / "support" /
+                                                   "spark_stream_job.py"),
+                               json.dumps(dict(cfg, available_now=True))],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
     conn.close()
 
     rows = spark.read.parquet(str(out)).collect()
@@ -200,6 +206,7 @@ def test_killed_three_times_mid_batch_no_loss_no_duplicate(spark, mariadb, db, t
 # --- read limits and availableNow ------------------------------------------------------------
 
 
+@pytest.mark.compat("stream: limits, availableNow, restart; file batch read")
 def test_max_events_per_trigger_bounds_batches_and_available_now_drains(
         spark, mariadb, db, tmp_path, binlog_snapshot):
     start = mariadb.current_position()
@@ -216,8 +223,11 @@ def test_max_events_per_trigger_bounds_batches_and_available_now_drains(
     q, rows = run_available_now(spark, opts, out, ckpt)
     sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
     assert sum(sizes) == len(rows) == 450
-    # every batch within the limit, but whole transactions: the 120-row one comes alone
-    assert sizes == [50] * 6 + [120, 30]
+    if ADMISSION_CONTROL:
+        # every batch within the limit, but whole transactions: the 120-row one comes alone
+        assert sizes == [50] * 6 + [120, 30]
+    else:   # PySpark 4.0/4.1: availableNow is one batch up to the end seen at the start
+        assert sizes == [450]
     assert replay(rows) == select_state(mariadb, db, "orders")
     last = q.lastProgress["sources"][0]
     lag = json.loads(last["latestOffset"])

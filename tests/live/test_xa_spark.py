@@ -19,7 +19,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("deltalake")
 
 from deltalake import DeltaTable  # noqa: E402
-from pyspark.sql.streaming.datasource import ReadAllAvailable  # noqa: E402
+from streaming._compat import ReadAllAvailable  # noqa: E402
 
 from streaming.sinks.delta.upserter import DeltaUpserter  # noqa: E402
 from streaming.source.datasource import BinlogCdcDataSource  # noqa: E402

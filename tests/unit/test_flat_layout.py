@@ -139,7 +139,7 @@ def test_flatten_batches_takes_the_key_from_the_columns():
     out = [records(b) for b in flatten_batches(iter([b1]), COLUMNS)]
     assert [(r["_cdc_op"], r["id"]) for r in out[0]] == [("d", 2), ("u", 3)]
     # the batches match the Spark schema Spark is told about
-    from pyspark.sql.pandas.types import to_arrow_schema
+    from streaming._compat import to_arrow_schema
     assert list(flatten_batches(iter([b1]), COLUMNS))[0].schema == \
         to_arrow_schema(flat_schema(COLUMNS), timezone="UTC")
 

@@ -81,3 +81,20 @@ def test_streaming_layers_are_kept(tmp_path):
         "streaming/source/datasource.py:1: streaming.source.datasource (streaming.source) imports "
         "streaming.apps.job",
     ])
+
+
+def test_version_dependent_pyspark_apis_are_imported_by_the_compat_module_alone(tmp_path):
+    root = _tree(tmp_path, {
+        "cdc/__init__.py": "", "streaming/__init__.py": "",
+        "streaming/_compat.py": "from pyspark.sql.streaming.datasource import ReadLimit\n"
+                                "from pyspark import pipelines\n",
+        "streaming/source.py": "from pyspark.sql.streaming.datasource import ReadLimit\n"
+                               "from streaming._compat import ReadLimit as R\n",
+        "streaming/flows.py": "def f():\n    from pyspark import pipelines as dp\n",
+    })
+    assert sorted(check_layout.problems(root)) == [
+        "streaming/flows.py:2: imports pyspark.pipelines, which not every supported PySpark "
+        "has: take it from streaming._compat",
+        "streaming/source.py:1: imports pyspark.sql.streaming.datasource, which not every "
+        "supported PySpark has: take it from streaming._compat",
+    ]

@@ -15,7 +15,6 @@ from decimal import Decimal
 from typing import Callable
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import (ArrayType, BinaryType, DataType, DateType, DayTimeIntervalType,
                                DecimalType, DoubleType, FloatType, StringType, TimestampNTZType,
                                TimestampType)
@@ -25,6 +24,7 @@ from cdc.values.jsonb import json_to_text
 from cdc.values.render import document_of_image, time_text, to_json_text
 from cdc.values.types import ColumnDef
 
+from streaming._compat import to_arrow_type
 from streaming.contract.spark_schema import spark_column
 
 __all__ = ["arrow_converter", "arrow_schema", "delta_spark_type", "json_converter",
