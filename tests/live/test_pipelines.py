@@ -29,6 +29,7 @@ import pytest
 yaml = pytest.importorskip("yaml")
 pytest.importorskip("pyspark")
 
+from streaming._compat import VERSION  # noqa: E402
 from tests.support.merge_catalog.build import CATALOG_CLASS, Unavailable, build_jar, dump_table  # noqa: E402,E501
 
 pytestmark = [pytest.mark.spark]
@@ -76,11 +77,6 @@ class MergeCatalog:
         return dump_table(self.jar, self.path / db / name)
 
 
-def pyspark_version() -> tuple[int, int]:
-    import pyspark
-    return tuple(int(x) for x in pyspark.__version__.split(".")[:2])
-
-
 class DeltaTables:
     """Managed Delta tables of the session catalog (delta-spark's ``DeltaCatalog``) under
     *tmp*/warehouse, named in a Hive metastore (Derby, in the pipeline's directory) so that a
@@ -116,7 +112,7 @@ def delta_target(tmp_path_factory):
     from streaming.apps.local_spark import format_settings
     from tests.support.connector_jars import Unavailable as NoJars, resolve
     spark_pipelines()
-    if pyspark_version() < (4, 2):
+    if VERSION < (4, 2):
         pytest.skip("AutoCDC needs PySpark 4.2 or later")
     pytest.importorskip("deltalake")      # reads the targets (no second Spark)
     try:
@@ -281,7 +277,7 @@ def test_autocdc_scd1_and_scd2_with_a_kill_9_mid_run(mariadb, db, merge_jar, tmp
     """One pipeline: conf/pipeline.example's SCD 1 flows plus SCD 2 flows into *_history, into
     the test-only catalog: SCD 2 needs PySpark 4.3, and no table format has a released
     connector for Spark 4.3 yet."""
-    if pyspark_version() < (4, 3):
+    if VERSION < (4, 3):
         pytest.skip("AutoCDC with SCD type 2 needs PySpark 4.3 or later")
     setup_tables(mariadb, db)
     p = Pipeline(tmp_path, MergeCatalog(tmp_path, merge_jar), mariadb, db, scd=1)
@@ -404,7 +400,7 @@ DELTA_REFUSED = ("Spark's AutoCDC writes only into tables that implement the DSv
                  "(AUTOCDC_TARGET_DOES_NOT_SUPPORT_MERGE, format: delta)")
 
 
-@pytest.mark.compat
+@pytest.mark.compat("AutoCDC into Delta")
 @pytest.mark.slow
 def test_autocdc_scd1_into_delta_equals_select(mariadb, db, delta_target, tmp_path):
     """conf/pipeline.example (SCD 1, BINLOG_CDC_TARGET_FORMAT=delta) into managed Delta tables:
@@ -430,16 +426,15 @@ def test_autocdc_scd1_into_delta_equals_select(mariadb, db, delta_target, tmp_pa
     assert mirrored(p.rows("pairs"), PAIRS) == select_all(mariadb, db, "pairs", PAIRS)
 
 
-@pytest.mark.compat
+@pytest.mark.compat("AutoCDC (SCD 1: 4.2+, SCD 2: 4.3+)")
 def test_auto_cdc_flows_names_the_pyspark_it_needs():
     """On a PySpark without AutoCDC (before 4.2), or without its SCD type 2 (before 4.3),
     auto_cdc_flows refuses before it does anything else, naming the release needed."""
     from cdc.errors import SparkVersionError
     from streaming.apps.pipelines import auto_cdc_flows
-    version = pyspark_version()
-    if version >= (4, 3):
+    if VERSION >= (4, 3):
         pytest.skip("this PySpark has AutoCDC with SCD types 1 and 2")
-    scd, needed = (1, "4.2") if version < (4, 2) else (2, "4.3")
+    scd, needed = (1, "4.2") if VERSION < (4, 2) else (2, "4.3")
     with pytest.raises(SparkVersionError, match=rf"needs PySpark {needed} or later") as e:
         auto_cdc_flows(None, tables="shop.*", scd_type=scd, host="127.0.0.1", port="1")
     assert "\n" not in str(e.value)
