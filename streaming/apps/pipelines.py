@@ -19,10 +19,11 @@ For each table matching *tables* (``db.table`` globs, comma-separated) that has 
   ``apply_as_deletes="_cdc_op = 'd'"``, ``except_column_list`` the ``_cdc_*`` columns, SCD type
   1 (the table as it is) or 2 (history: ``__START_AT``/``__END_AT`` are ``_cdc_seq`` values).
 
-The keys are read from the server's ``information_schema`` when the pipeline is defined. The
-target must support MERGE (Delta, Iceberg, ...; OSS Spark's parquet tables do not). Each view's
-stream gets its own ``serverId`` range: ``serverId + 1025 * i`` when *serverId* is given, else a
-random one per stream.
+The keys are read from the server's ``information_schema`` when the pipeline is defined.
+AutoCDC needs PySpark 4.2 (SCD type 2: 4.3), and a target whose connector implements Spark's
+row-level operations (docs/pipelines.md: parquet and delta-spark 4.4's Delta tables do not).
+Each view's stream gets its own ``serverId`` range: ``serverId + 1025 * i`` when *serverId* is
+given, else a random one per stream.
 """
 
 from __future__ import annotations

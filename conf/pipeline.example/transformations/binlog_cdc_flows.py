@@ -5,7 +5,7 @@ itself, or BINLOG_CDC_PASSWORD_FILE):
 
   BINLOG_CDC_HOST (127.0.0.1)  BINLOG_CDC_PORT (3306)  BINLOG_CDC_USER (cdc)
   BINLOG_CDC_TABLES (shop.*)   BINLOG_CDC_SCD_TYPE (1) BINLOG_CDC_START (snapshot)
-  BINLOG_CDC_SERVER_ID (4242)
+  BINLOG_CDC_SERVER_ID (4242)  BINLOG_CDC_TARGET_FORMAT (the session's default table format)
 """
 
 import os
@@ -25,5 +25,6 @@ auto_cdc_flows(
     user=env("BINLOG_CDC_USER", "cdc"),
     startingPosition=env("BINLOG_CDC_START", "snapshot"),
     serverId=env("BINLOG_CDC_SERVER_ID", "4242"),
+    target_format=env("BINLOG_CDC_TARGET_FORMAT"),
     **extra,
 )
