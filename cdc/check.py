@@ -64,11 +64,13 @@ def run_checks(config: ReplicaConfig, *, include: Sequence[str] = (),
                exclude: Sequence[str] = (), start: Start | None = None, snapshot: bool = False,
                upsert: bool = False, rows_per_second: float = SNAPSHOT_ROWS_PER_SECOND,
                sink_check: SinkCheck | None = None, binlog: bool = True,
-               batch_rows: int = SNAPSHOT_BATCH_ROWS) -> list[Finding]:
+               batch_rows: int = SNAPSHOT_BATCH_ROWS, oldest: bool = True) -> list[Finding]:
     """The findings about the source of *config* for a stream of the tables *include* (globs;
     none: all) less *exclude*, from *start*, with an initial *snapshot* read *batch_rows* rows
     per micro-batch, into a sink that *upsert* s; ``binlog=False``: a snapshot alone (no
-    binlog checks). Connects once; a server that cannot be reached is the only finding."""
+    binlog checks); ``oldest=False``: the retention check leaves out when the oldest binlog
+    begins (it reads that file's first event). Connects once; a server that cannot be reached is
+    the only finding."""
     where = config.where
     try:
         conn = connect(config)
@@ -80,13 +82,13 @@ def run_checks(config: ReplicaConfig, *, include: Sequence[str] = (),
         return _checks(conn, query, config, where, include=include, exclude=exclude,
                        start=start, snapshot=snapshot, upsert=upsert,
                        rows_per_second=rows_per_second, sink_check=sink_check, binlog=binlog,
-                       batch_rows=batch_rows)
+                       batch_rows=batch_rows, oldest=oldest)
     finally:
         conn.close()
 
 
 def _checks(conn, query, config, where, *, include, exclude, start, snapshot, upsert,
-            rows_per_second, sink_check, binlog, batch_rows) -> list[Finding]:
+            rows_per_second, sink_check, binlog, batch_rows, oldest) -> list[Finding]:
     info = server_of(conn)
     account = quote_account(str(query("SELECT CURRENT_USER()")[0][0]))
     out = [Finding(PASS, "connection", f"connected to {where} ({info.flavor} "
@@ -115,14 +117,14 @@ def _checks(conn, query, config, where, *, include, exclude, start, snapshot, up
         batch = min(rows, batch_rows) / rows_per_second
     if binlog:
         out.append(_retention_finding(config, query, info, v, where, seconds, what or "",
-                                      batch, f", {batch_rows:,} rows"))
+                                      batch, f", {batch_rows:,} rows", oldest=oldest))
     if sink_check is not None and tables:
         out += sink_check(query, tables)
     return out
 
 
 def _retention_finding(config, query, info, v, where, snapshot_seconds, snapshot_what,
-                       batch_seconds=None, batch_what="") -> Finding:
+                       batch_seconds=None, batch_what="", oldest: bool = True) -> Finding:
     """The binlog retention: the server's setting against the initial snapshot's estimated
     duration and one snapshot batch's (:func:`~cdc.replica.preflight.retention_finding`), and
     how long binlogs have in fact been kept: the time of the first event of the oldest file. A
@@ -133,7 +135,7 @@ def _retention_finding(config, query, info, v, where, snapshot_seconds, snapshot
     setting = preflight.retention_finding(v, where, snapshot_seconds=snapshot_seconds,
                                           snapshot_what=snapshot_what,
                                           batch_seconds=batch_seconds, batch_what=batch_what)
-    if setting.status == FAIL:
+    if setting.status == FAIL or not oldest:
         return setting
     try:
         logs = binary_logs(query, info, config)

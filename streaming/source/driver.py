@@ -44,11 +44,13 @@ def preflight(opts: SourceOptions, *, snapshot: bool, binlog: bool = True) -> No
     """The checks of ``binlog-cdc check`` (:mod:`cdc.check`) before a query or a snapshot
     starts: the first FAIL is raised (a server that cannot be reached, binlog_format not ROW,
     missing privileges, includeTables naming a table the server does not have, binlogs kept for
-    less than a snapshot batch takes...), WARNs are logged."""
+    less than a snapshot batch takes...), WARNs are logged. Only before a snapshot does it read
+    when the oldest binlog begins (a restarted stream reads nothing before its offset)."""
     f = opts.table_filter()
     for finding in require(run_checks(opts.replica_config(), include=f.include if f else (),
                                       exclude=f.exclude if f else (), snapshot=snapshot,
-                                      binlog=binlog, batch_rows=opts.snapshot_batch_rows())):
+                                      binlog=binlog, batch_rows=opts.snapshot_batch_rows(),
+                                      oldest=snapshot)):
         if finding.status == WARN:
             log.warning("%s: %s", finding.check, finding.message)
 
