@@ -106,7 +106,7 @@ class LegacyOffsets:
     offset.  The reader applies its own limits (``maxEventsPerTrigger``, ``maxBytesPerTrigger``)
     to every answer but the first: these releases run ``Trigger.AvailableNow`` as
     ``Trigger.Once``, one batch from a single call, so the first batch after a start reads up to
-    the end seen then.  (A run that restarts an interrupted batch runs only that batch: Spark's
+    the end seen then, the rest of an initial snapshot included.  (A run that restarts an interrupted batch runs only that batch: Spark's
     ``Trigger.Once``.)
     """
 
@@ -126,7 +126,7 @@ class LegacyOffsets:
         if self.next_start is None:          # a new query
             self.guessed = self.next_start = reader.initialOffset()
         limit = reader.getDefaultReadLimit() if self.answered else ReadAllAvailable()
-        self.next_start = reader.latest_offset(self.next_start, limit)
+        self.next_start = reader.latest_offset(self.next_start, limit, whole=not self.answered)
         self.answered = True
         return self.next_start
 

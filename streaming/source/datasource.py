@@ -322,7 +322,10 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # PySpark 4.0/4.1 (no admission control) give no start: see streaming._compat
         return self._legacy.latest(self) if start is None else self.latest_offset(start, limit)
 
-    def latest_offset(self, start: dict, limit: ReadLimit) -> dict:
+    def latest_offset(self, start: dict, limit: ReadLimit, whole: bool = False) -> dict:
+        """The end of the batch from *start* within *limit*; *whole*: a snapshot not yet read
+        is read whole in this batch (the one batch of ``Trigger.Once``, see
+        :class:`streaming._compat.LegacyOffsets`)."""
         d = self.driver
         max_rows, max_bytes = self._limits(limit)
         try:
@@ -332,6 +335,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return self._binlog_offset(start, max_rows, max_bytes, snapshotting=False)
             # a snapshot batch: chunks, and the binlog on from the last batch (snapshot module)
             state = snapshot.next_state(d, self.opts, start, max_rows)
+            while whole and state is not None:
+                state = snapshot.next_state(d, self.opts, {snapshot.KEY: state}, max_rows)
             end = self._binlog_offset(start, max_rows, max_bytes, snapshotting=True)
             self._lag_report = dict(self._lag_report or {},
                                     snapshot=snapshot.progress(d, start))
