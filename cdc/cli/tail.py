@@ -174,8 +174,9 @@ def run_tail(args) -> int:
     of it is read on from where it stopped (up to ``--max-retries`` times, 10 by default)."""
     client = build_client(args)
     f = client.config.table_filter
+    # no snapshot: the oldest binlog's age is not asked (it dumps that file's first event)
     for finding in require(run_checks(client.config, include=f.include if f else (),
-                                      exclude=f.exclude if f else ())):
+                                      exclude=f.exclude if f else (), oldest=False)):
         if finding.status == WARN and finding.check == "tables":
             sys.stderr.write(f"binlog-cdc tail: warning: {finding.message}\n")
     schema_file = getattr(args, "schema_file", None)
