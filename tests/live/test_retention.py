@@ -151,7 +151,10 @@ def test_a_snapshot_longer_than_retention_killed_once_loses_nothing(server, mari
     out = tmp_path / "batches"
     out.mkdir()
     root = tmp_path / "delta"
-    script, cfg, log = delta_job(server, tmp_path, "retention", opts, out=str(out))
+    # each batch takes 2 s at least: the 30 batches outlast the purger's ~30 s retention on a
+    # fast machine too (else the snapshot ends before its start file is purged)
+    script, cfg, log = delta_job(server, tmp_path, "retention", opts, out=str(out),
+                                 batch_pause=2.0)
     p0_file = _logs(server)[-1]
     writer, purger = Writer(server, db, ids), Purger(server)
     t0 = time.monotonic()

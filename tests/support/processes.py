@@ -41,6 +41,7 @@ DELTA_JOB = textwrap.dedent("""
                 json.dump(changes, f)
             os.replace(path + ".tmp", path)
         result = up(df, batch_id)
+        time.sleep(cfg.get("batch_pause", 0))    # a batch takes at least this long
         print("batch", batch_id, flush=True)
         hang = cfg.get("hang_after")
         if hang is not None and batch_id >= hang:
