@@ -225,6 +225,21 @@ class EmbeddedMariaDB:
         """Close the current binlog file and open the next one."""
         self.execute("FLUSH BINARY LOGS")
 
+    def purge_binary_logs(self, to: str, timeout: float = 30.0) -> None:
+        """``PURGE BINARY LOGS TO`` *to*, again until *to* is the oldest binlog: MariaDB keeps,
+        without an error, a file its binlog checkpoint still needs (just after a rotation).
+        TimeoutError when that takes more than *timeout* seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.execute(f"PURGE BINARY LOGS TO '{to}'")
+            left = [row[0] for row in self.execute("SHOW BINARY LOGS")]
+            if left and left[0] == to:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"PURGE BINARY LOGS TO '{to}' left {left} after "
+                                   f"{timeout:g} s")
+            time.sleep(0.1)
+
     def current_position(self) -> tuple[str, int]:
         """``(file name, position)`` where the next event will be written."""
         end = binlog_status(self.execute, self.server_info)

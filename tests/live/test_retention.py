@@ -46,17 +46,11 @@ def _logs(server) -> list[str]:
 
 
 def _purge(server, keep: int = 1) -> list[str]:
-    """Purge all but the last *keep* binlogs; returns those purged. MariaDB keeps a file the
-    binlog checkpoint still needs (just after a rotation) without an error: try again until it
-    is gone."""
+    """Purge all but the last *keep* binlogs; returns those purged."""
     logs = _logs(server)
-    gone = logs[:-keep]
-    deadline = time.monotonic() + 30
-    while gone and set(gone) & set(_logs(server)):
-        assert time.monotonic() < deadline, (gone, _logs(server))
-        server.execute(f"PURGE BINARY LOGS TO '{logs[-keep]}'")
-        time.sleep(0.1)
-    return gone
+    if logs[:-keep]:
+        server.purge_binary_logs(logs[-keep])
+    return logs[:-keep]
 
 
 class Writer(threading.Thread):
