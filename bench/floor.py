@@ -217,7 +217,9 @@ class CpuMeter:
         out = {"driver": -self.own, "jvm": 0.0, "workers": 0.0}
         for pid, (kind, c0) in self.first.items():
             out[kind] += self.last[pid] - c0
-        return out
+        # /proc counts in clock ticks (10 ms), thread_time() exactly: on a short run the
+        # meter's own time can exceed the driver's counted ticks
+        return {k: max(0.0, v) for k, v in out.items()}
 
 
 def run(stream_df, sink, work: str) -> tuple[int, float, dict]:

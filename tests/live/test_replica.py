@@ -621,17 +621,12 @@ def test_purged_file_and_purged_gtids(private):
     private.flush_binary_logs()
     private.flush_binary_logs()
     current, _ = private.current_position()
-    deadline = time.monotonic() + 20
-    while True:  # a file is kept while a dump thread reads it or before the binlog checkpoint
-        private.execute(f"PURGE BINARY LOGS TO '{current}'")
-        if private.binlog_files()[0].name == current or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+    private.purge_binary_logs(current)
     assert private.binlog_files()[0].name == current
     with pytest.raises(BinlogPurgedError, match=f"binlog file {old_file} is no longer on"):
         list(live_client(private, start=Start.at(old_file, 4), blocking=False).transactions())
     # by GTID: the server itself says the requested GTID state is gone (error 1236)
-    with pytest.raises(BinlogPurgedError, match=old_gtid) as e:
+    with pytest.raises(BinlogPurgedError, match=old_gtid or None) as e:
         list(live_client(private, start=Start.gtid_text(old_gtid),
                          blocking=False).transactions())
     if private.FLAVOR == "mariadb":   # the server's own refusal
