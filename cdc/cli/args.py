@@ -50,8 +50,9 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, retries: bool = True
     c.add_argument("--host", required=True, help="the source server")
     c.add_argument("--port", type=int, default=3306, help="the server's port (default 3306)")
     c.add_argument("--user", default=os.environ.get("BINLOG_CDC_USER", "root"),
-                   help="replication account (needs REPLICATION SLAVE and REPLICATION CLIENT / "
-                        "BINLOG MONITOR); default $BINLOG_CDC_USER or root")
+                   help="replication account (needs REPLICATION SLAVE and REPLICATION CLIENT; MariaDB "
+                        "10.5.2+: REPLICATION SLAVE, BINLOG MONITOR and REPLICATION MASTER "
+                        "ADMIN); default $BINLOG_CDC_USER or root")
     pw = c.add_mutually_exclusive_group()
     pw.add_argument("-p", "--password",
                     help=f"the password (prefer --password-file or ${PASSWORD_ENV})")

@@ -7,7 +7,7 @@ Steps (each one printed as it happens):
 
 1. a MariaDB server: a private one started with :class:`cdc.embedded.EmbeddedMariaDB` (needs the
    ``mariadb-server`` package), or the server at ``--host``: its user must be able to create the
-   database ``cdc_demo`` and to replicate (REPLICATION SLAVE, REPLICATION CLIENT);
+   database ``cdc_demo`` and to replicate (the privileges `binlog-cdc check` names);
 2. a Spark stream (``binlog-cdc`` -> :class:`streaming.sinks.delta.upserter.DeltaUpserter`, a micro-batch every
    half second at most) that upserts the changes into one Delta table per source table under
    ``--out``, reading the ``--existing`` orders with a snapshot first; once that is read,
@@ -98,10 +98,11 @@ class Server:
         try:
             return call()
         except pymysql.err.MySQLError as e:
+            from cdc.replica.server import grant_statement, server_of
             account = f"'{self.config.user}'@'%'"
             err = mysql_error(e, self.config, grant=(
-                f"GRANT ALL ON {DB}.* TO {account}; GRANT REPLICATION SLAVE, REPLICATION "
-                f"CLIENT ON *.* TO {account}"))
+                f"GRANT ALL ON {DB}.* TO {account}; "
+                + grant_statement(server_of(conn), account)))
             if err is e:
                 raise
             raise err from e

@@ -134,10 +134,28 @@ class Driver:
             return p        # the stream's purged-binlog handling (failOnDataLoss) decides
         if first.same_place(p):
             return p
-        log.warning("offset %s is not where this server's binlog continues its GTID state "
-                    "(another server: a failover); resuming by GTID at %s:%s", p, first.file,
-                    first.pos)
+        if self._next_file_continues(p, first):
+            log.info("offset %s is at the end of its binlog file; continuing at %s:%s", p,
+                     first.file, first.pos)
+        else:
+            log.warning("offset %s is not where this server's binlog continues its GTID state "
+                        "(another server: a failover); resuming by GTID at %s:%s", p,
+                        first.file, first.pos)
         return Position(first.file, first.pos, p.gtid, prepared=p.prepared)
+
+    def _next_file_continues(self, p: Position, first: Position) -> bool:
+        """Whether only the rotation follows *p* in its binlog file and *first* is in the file
+        after it (a rotation while the stream was idle, not another server's binlog)."""
+        logs = [name for name, _ in self.binary_logs()]
+        if p.file not in logs or logs.index(p.file) + 1 >= len(logs) \
+                or logs[logs.index(p.file) + 1] != first.file:
+            return False
+        try:
+            rest = self.query("SHOW BINLOG EVENTS IN %s FROM %s LIMIT 3", (p.file, int(p.pos)))
+        except Exception:  # noqa: BLE001 -- no answer: keep the failover warning
+            return False
+        kinds = {str(r[2].decode() if isinstance(r[2], bytes) else r[2]) for r in rest}
+        return kinds <= {"Rotate", "Stop"}
 
     def gtid_start(self, spec: Start, offset: dict | None = None) -> Position:
         """The boundary where a GTID start begins: the first transaction the server sends for

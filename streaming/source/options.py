@@ -373,8 +373,10 @@ class SourceOptions:
             raise ConfigurationError("the binlog-cdc stream needs option host (and port, user, "
                                      "password or passwordFile)")
         if not self.user:
-            raise ConfigurationError("the binlog-cdc stream needs option user (a user with "
-                                     "REPLICATION SLAVE and REPLICATION CLIENT)")
+            raise ConfigurationError("the binlog-cdc stream needs option user (an account with "
+                                     "REPLICATION SLAVE and REPLICATION CLIENT; MariaDB "
+                                     "10.5.2+: REPLICATION SLAVE, BINLOG MONITOR and "
+                                     "REPLICATION MASTER ADMIN)")
 
     def replica_config(self, server_id: int | None = None) -> ReplicaConfig:
         """The :class:`ReplicaConfig` of these options (the one place Spark options become

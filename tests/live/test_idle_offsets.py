@@ -209,3 +209,43 @@ def _run(spark, server, db, other, tmp_path):
         q.stop()
     assert sink2.keys == [2]
     assert sum(1 for _, n in sink2.seen if n) == 1
+
+
+def test_offset_at_a_file_end_continues_after_an_idle_rotation(server, db, caplog):
+    """An offset at the end of a binlog file, then the server rotates while the stream is idle:
+    the restarted reader continues at the next file's first transaction, in order, and says
+    so at INFO (no failover warning: the same server's binlog, not another's)."""
+    import logging
+
+    from streaming._compat import ReadAllAvailable
+    from streaming.source.datasource import BinlogCdcDataSource
+
+    from support.spark_support import replayed_rows
+
+    start = server.current_position()
+    server.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)")
+    server.execute(f"INSERT INTO {db}.t VALUES (1, 1)")
+    opts = source_options(server, db, start)
+    source = BinlogCdcDataSource(opts)
+    reader = source.streamReader(source.schema())
+    try:
+        first = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    finally:
+        reader.stop()
+    end_file, end_pos = server.current_position()
+    assert Position.from_offset(first).same_place(Position(end_file, end_pos))
+    assert first.get("gtid"), first                    # resumes by GTID after a rotation
+    server.flush_binary_logs()
+    server.execute(f"INSERT INTO {db}.t VALUES (2, 2)")
+
+    reader = BinlogCdcDataSource(opts).streamReader(source.schema())
+    try:
+        with caplog.at_level(logging.INFO, logger="binlog_cdc.spark"):
+            second = reader.latestOffset(first, ReadAllAvailable())
+            rows = replayed_rows(reader, first, second)
+    finally:
+        reader.stop()
+    assert rows == [("c", {"id": 2, "v": 2})]
+    text = [r.getMessage() for r in caplog.records]
+    assert not [t for t in text if "failover" in t], text
+    assert [t for t in text if "at the end of its binlog file" in t], text
