@@ -81,12 +81,15 @@ class Server:
             self.admin = self.embedded.root_params()
             self.replication = self.embedded.cdc_params()
         a = self.admin
+        self.server = None
         self.config = ReplicaConfig(a["host"], a["port"], a["user"], a["password"],
                                     connect_timeout=10)
 
     def connect(self, database: str | None = None):
         from cdc.replica.sql import connect
+        from cdc.replica.server import server_of
         conn = connect(self.config)
+        self.server = server_of(conn)        # the GRANT a privilege error names
         if database is not None:
             self.run(conn, lambda: conn.select_db(database))
         return conn
@@ -98,11 +101,10 @@ class Server:
         try:
             return call()
         except pymysql.err.MySQLError as e:
-            from cdc.replica.server import grant_statement, server_of
+            from cdc.replica.server import grant_statement
             account = f"'{self.config.user}'@'%'"
             err = mysql_error(e, self.config, grant=(
-                f"GRANT ALL ON {DB}.* TO {account}; "
-                + grant_statement(server_of(conn), account)))
+                f"GRANT ALL ON {DB}.* TO {account}; " + grant_statement(self.server, account)))
             if err is e:
                 raise
             raise err from e
