@@ -64,12 +64,14 @@ def run_checks(config: ReplicaConfig, *, include: Sequence[str] = (),
                exclude: Sequence[str] = (), start: Start | None = None, snapshot: bool = False,
                upsert: bool = False, rows_per_second: float = SNAPSHOT_ROWS_PER_SECOND,
                sink_check: SinkCheck | None = None, binlog: bool = True,
-               batch_rows: int = SNAPSHOT_BATCH_ROWS, oldest: bool = True) -> list[Finding]:
+               batch_rows: int = SNAPSHOT_BATCH_ROWS, oldest: bool = True,
+               include_option: str = "includeTables") -> list[Finding]:
     """The findings about the source of *config* for a stream of the tables *include* (globs;
     none: all) less *exclude*, from *start*, with an initial *snapshot* read *batch_rows* rows
     per micro-batch, into a sink that *upsert* s; ``binlog=False``: a snapshot alone (no
     binlog checks); ``oldest=False``: the retention check leaves out when the oldest binlog
-    begins (it reads that file's first event). Connects once; a server that cannot be reached is
+    begins (it reads that file's first event); *include_option*: what the findings call the
+    option *include* comes from (``--include-tables`` in a CLI). Connects once; a server that cannot be reached is
     the only finding."""
     where = config.where
     try:
@@ -82,13 +84,14 @@ def run_checks(config: ReplicaConfig, *, include: Sequence[str] = (),
         return _checks(conn, query, config, where, include=include, exclude=exclude,
                        start=start, snapshot=snapshot, upsert=upsert,
                        rows_per_second=rows_per_second, sink_check=sink_check, binlog=binlog,
-                       batch_rows=batch_rows, oldest=oldest)
+                       batch_rows=batch_rows, oldest=oldest, include_option=include_option)
     finally:
         conn.close()
 
 
 def _checks(conn, query, config, where, *, include, exclude, start, snapshot, upsert,
-            rows_per_second, sink_check, binlog, batch_rows, oldest) -> list[Finding]:
+            rows_per_second, sink_check, binlog, batch_rows, oldest,
+            include_option="includeTables") -> list[Finding]:
     info = server_of(conn)
     account = quote_account(str(query("SELECT CURRENT_USER()")[0][0]))
     out = [Finding(PASS, "connection", f"connected to {where} ({info.flavor} "
@@ -103,7 +106,8 @@ def _checks(conn, query, config, where, *, include, exclude, start, snapshot, up
     if binlog and start is not None and start.kind not in ("earliest", "latest"):
         out.append(_start_finding(query, info, v, start, where))
     everything = list_tables(query, None)
-    tables, found = _table_findings(everything, include, exclude, where, account)
+    tables, found = _table_findings(everything, include, exclude, where, account,
+                                    include_option)
     out += found
     if snapshot:
         out.append(_select_finding(query, tables, include, info, account))
@@ -200,7 +204,8 @@ def _start_finding(query, info, v, start: Start, where: str) -> Finding:
 
 
 def _table_findings(everything: list[str], include: Sequence[str], exclude: Sequence[str],
-                    where: str, account: str) -> tuple[list[str], list[Finding]]:
+                    where: str, account: str, option: str = "includeTables",
+                    ) -> tuple[list[str], list[Finding]]:
     """The captured tables, and a finding per include pattern that matches nothing (FAIL for
     a name, WARN for a glob) or one that says what is captured."""
     excluded = [p.lower() for p in exclude]
@@ -216,17 +221,17 @@ def _table_findings(everything: list[str], include: Sequence[str], exclude: Sequ
         if hits:
             continue
         if _is_glob(pattern):
-            out.append(Finding(WARN, "tables", f"includeTables pattern {pattern!r} matches no "
+            out.append(Finding(WARN, "tables", f"{option} pattern {pattern!r} matches no "
                                                f"table on {where} (yet) that {account} can see",
                                ConfigurationError))
             continue
         hint = did_you_mean(pattern, everything)
         out.append(Finding(FAIL, "tables", (
-            f"includeTables names {pattern}, which {where} does not have{hint}, or {account} "
+            f"{option} names {pattern}, which {where} does not have{hint}, or {account} "
             f"cannot see it (no privilege on it): fix the name, or GRANT SELECT ON {pattern} "
             f"TO {account}"), ConfigurationError))
     if tables:
-        out.insert(0, Finding(PASS, "tables", f"includeTables matches {len(tables)} table(s): "
+        out.insert(0, Finding(PASS, "tables", f"{option} matches {len(tables)} table(s): "
                                               f"{_names(tables)}"))
     return sorted(tables), out
 

@@ -46,7 +46,8 @@ def run_check(args) -> int:
                           exclude=sum(args.exclude_tables, []), start=start,
                           snapshot=args.snapshot, upsert=args.upsert,
                           rows_per_second=args.snapshot_rate,
-                          batch_rows=args.snapshot_batch_rows)
+                          batch_rows=args.snapshot_batch_rows,
+                          include_option="--include-tables")
     for line in render(findings):
         print(line)
     sys.stdout.flush()

@@ -176,7 +176,8 @@ def run_tail(args) -> int:
     f = client.config.table_filter
     # no snapshot: the oldest binlog's age is not asked (it dumps that file's first event)
     for finding in require(run_checks(client.config, include=f.include if f else (),
-                                      exclude=f.exclude if f else (), oldest=False)):
+                                      exclude=f.exclude if f else (), oldest=False,
+                                      include_option="--include-tables")):
         if finding.status == WARN and finding.check == "tables":
             sys.stderr.write(f"binlog-cdc tail: warning: {finding.message}\n")
     schema_file = getattr(args, "schema_file", None)

@@ -80,7 +80,7 @@ def test_a_well_configured_server_passes_every_check(server):
     assert lines["gtid"][1] == ("MariaDB GTIDs (domain-server-sequence) are available"
                                 if server.FLAVOR == "mariadb" else "gtid_mode is ON")
     assert lines["privileges"][1] == "'cdc'@'%' may read the binlog (replication privileges)"
-    assert lines["tables"][1] == "includeTables matches 2 table(s): chk_ok.orders, chk_ok.users"
+    assert lines["tables"][1] == "--include-tables matches 2 table(s): chk_ok.orders, chk_ok.users"
     assert lines["privileges (snapshot)"][1] == "'cdc'@'%' may read the 2 captured table(s)"
     assert lines["keys"][1] == "every captured table has a primary key"
     expire = int(one(server, "SELECT @@binlog_expire_logs_seconds"))
@@ -154,11 +154,11 @@ def test_a_misconfigured_server_fails_each_check(server, mariadb_factory):
         "chunk (add a primary key, or name key columns with snapshotKeys)"))
     statuses = [l for l in out.splitlines() if " tables " in f" {l.split('  ')[1]} "]
     assert statuses == [
-        "PASS  tables                 includeTables matches 1 table(s): shop.audit",
-        f"FAIL  tables                 includeTables names shop.ordres, which 127.0.0.1:"
+        "PASS  tables                 --include-tables matches 1 table(s): shop.audit",
+        f"FAIL  tables                 --include-tables names shop.ordres, which 127.0.0.1:"
         f"{server.port} does not have (did you mean shop.orders?), or 'cdc'@'%' cannot see it "
         f"(no privilege on it): fix the name, or GRANT SELECT ON shop.ordres TO 'cdc'@'%'",
-        f"WARN  tables                 includeTables pattern 'shop.x*' matches no table on "
+        f"WARN  tables                 --include-tables pattern 'shop.x*' matches no table on "
         f"127.0.0.1:{server.port} (yet) that 'cdc'@'%' can see"]
     assert lines["retention"][0] == "PASS" and lines["retention"][1].startswith(
         "binlogs are kept for 1 min (binlog_expire_logs_seconds=60): a stream stopped for longer "

@@ -88,6 +88,6 @@ def test_tail_of_a_table_the_server_does_not_have_fails(mariadb, db):
                        text=True, timeout=120)
     assert r.returncode == 2 and r.stdout == "", r.stderr       # rc 0 and nothing before
     assert r.stderr == (
-        f"binlog-cdc: error: includeTables names {db}.ordres, which 127.0.0.1:{mariadb.port} "
+        f"binlog-cdc: error: --include-tables names {db}.ordres, which 127.0.0.1:{mariadb.port} "
         f"does not have (did you mean {db}.orders?), or 'cdc'@'%' cannot see it (no privilege "
         f"on it): fix the name, or GRANT SELECT ON {db}.ordres TO 'cdc'@'%'\n")

@@ -141,7 +141,7 @@ def test_tail_without_select_on_a_table_its_binlog_does_not_describe(server, acc
         server.execute("SET GLOBAL binlog_row_metadata = 'FULL'")
     rc, rows, err = tail(server, "--file", start[0], "--pos", str(start[1]), "--tables",
                          "nosel.*", user=user, password=f"pw-{user}")
-    assert err[0] == (f"binlog-cdc tail: warning: includeTables pattern 'nosel.*' matches no "
+    assert err[0] == (f"binlog-cdc tail: warning: --include-tables pattern 'nosel.*' matches no "
                       f"table on 127.0.0.1:{server.port} (yet) that '{user}'@'%' can see")
     line = one_error(rc, err[1:])
     assert "lacks SELECT on nosel.t" in line, line
