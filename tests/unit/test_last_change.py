@@ -370,3 +370,26 @@ def test_read_images_of_chunks_with_offsets_and_an_image_of_two_objects():
     two = pa.array([texts[0] + texts[1], texts[2]], pa.string())
     with pytest.raises(NotFast):
         read_images(two, tbl.schema, tbl.read_schema, tbl.names)
+
+
+def test_typed_time_texts_equal_time_text_value_for_value():
+    """Typed mode's TIME columns become their text in Arrow compute, as time_text writes it:
+    the sign, hours past 24, the fraction only when there is one; nulls stay null."""
+    import datetime as dt
+    from cdc.values.render import time_text
+    from streaming.sinks.delta.types import time_texts
+    rnd = random.Random(4)
+    bound = 838 * 3600 + 59 * 60 + 59
+    values = [dt.timedelta(seconds=-bound), dt.timedelta(seconds=bound, microseconds=999999),
+              dt.timedelta(microseconds=-1), dt.timedelta(0), None, dt.timedelta(minutes=-90)]
+    values += [dt.timedelta(microseconds=rnd.randrange(-bound * 10**6, bound * 10**6))
+               for _ in range(2000)]
+    values += [dt.timedelta(seconds=rnd.randrange(-bound, bound)) for _ in range(200)]
+    for unit in ("us", "ms", "s"):
+        arr = pa.array(values, pa.duration("us"))
+        if unit != "us":                    # whole units only: what a coarser column holds
+            keep = [v for v in values if v is None or v == dt.timedelta(
+                seconds=int(v.total_seconds())) or unit == "ms" and v.microseconds % 1000 == 0]
+            arr = pa.array(keep, pa.duration("us")).cast(pa.duration(unit))
+        got = time_texts(arr).to_pylist()
+        assert got == [None if v is None else time_text(v) for v in arr.to_pylist()], unit

@@ -57,8 +57,8 @@ from cdc.errors import ConfigurationError, SchemaError
 from cdc.replica.config import ReplicaConfig
 
 from streaming.sinks.delta.ddl import SCHEMA_CHANGE, apply_schema_changes
-from streaming.sinks.delta.types import (arrow_converter, arrow_schema, delta_spark_type,
-                                   json_converter, parse_image, typed_converter)
+from streaming.sinks.delta.types import (arrow_schema, delta_spark_type, json_converter,
+                                         parse_image, time_texts, typed_converter)
 from streaming.sinks.foreach_batch import spark_safe
 from streaming.sinks.json_images import NotFast, read_images, reader_schema
 from streaming.sinks.delta.last_change import (by_table, in_seq_order, last_changes,
@@ -96,9 +96,9 @@ class _Table:
         self.schema = arrow_schema(info.columns)
         self.json_conv = [json_converter(c, s) for c, s in zip(self.columns, self.spark_types)]
         self.typed_conv = [typed_converter(c) for c in self.columns]
-        # the same for whole Arrow columns of typed images
-        self.typed_arrow_conv = {c.name: arrow_converter(f) for c, f in zip(self.columns,
-                                                                       self.typed_conv) if f}
+        # the same for whole Arrow columns of typed images (only TIME has one)
+        self.typed_arrow_conv = {c.name: time_texts for c, f in zip(self.columns,
+                                                                 self.typed_conv) if f}
         self.read_schema = reader_schema(self.schema, self.columns)   # None: value by value
 
 
