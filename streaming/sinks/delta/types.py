@@ -114,9 +114,13 @@ def json_converter(col: ColumnDef, spark: DataType) -> Callable[[object], object
         return date
     if isinstance(spark, (TimestampNTZType, TimestampType)):
         def timestamp(v):
+            if v is None:
+                return None
+            if v[-1:] == "Z":                  # UTC; Python < 3.11 reads only +00:00
+                v = v[:-1] + "+00:00"
             try:
-                return None if v is None else _dt.datetime.fromisoformat(v)
-            except ValueError:
+                return _dt.datetime.fromisoformat(v)
+            except ValueError:                 # zero dates: null, as in typed mode
                 return None
         return timestamp
     if isinstance(spark, ArrayType):
