@@ -1,6 +1,7 @@
-"""JSON row images (the source's ``before``/``after`` texts) into Arrow columns in one pass of
-pyarrow's JSON reader: the fast path of :class:`streaming.sinks.delta.upserter.DeltaUpserter` (a Python
-``json.loads`` per image and a converter per value cost ~80 % of a micro-batch).
+"""JSON row images (the source's ``before``/``after`` texts) into Arrow columns by pyarrow's
+JSON reader, one pass per Arrow chunk over the texts where they lie (no copy: the reader takes
+objects back to back): the fast path of :class:`streaming.sinks.delta.upserter.DeltaUpserter`
+(a Python ``json.loads`` per image and a converter per value cost ~80 % of a micro-batch).
 
 Only for tables whose Delta columns the reader parses exactly as the upserter's per-value path
 does: integers, floats, DECIMAL (from the JSON number's digits), text, DATETIME/TIMESTAMP (ISO
@@ -47,49 +48,66 @@ def reader_schema(schema: pa.Schema, columns=()) -> pa.Schema | None:
                       for f in schema])
 
 
-def _lines(arr: pa.Array) -> pa.Buffer:
-    """The texts of a string array (no nulls), each followed by a newline, as one buffer: no
-    Python string per image."""
-    joined = pc.binary_join_element_wise(arr, pa.scalar("", pa.string()), "\n")
-    if isinstance(joined, pa.ChunkedArray):
-        joined = joined.combine_chunks()
-    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32,
-                            count=len(joined) + 1, offset=joined.offset * 4)
-    return joined.buffers()[2][int(offsets[0]):int(offsets[-1])]
+def _texts(arr) -> list[tuple[pa.Buffer, int]]:
+    """The texts of each chunk of a string array (no nulls) as ``(buffer, count)``: the chunk's
+    own character data, the texts back to back (no copy; the reader is told that objects need
+    no newline between them)."""
+    out = []
+    for c in (arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]):
+        if not len(c):
+            continue
+        offsets = np.frombuffer(c.buffers()[1], dtype=np.int32, count=len(c) + 1,
+                                offset=c.offset * 4)
+        data = c.buffers()[2]
+        if data is None:                        # only empty texts
+            raise NotFast("an empty image")
+        out.append((data[int(offsets[0]):int(offsets[-1])], len(c)))
+    return out
 
 
 def read_images(texts, schema: pa.Schema, read_schema: pa.Schema,
-                need: list[str]) -> pa.Table:
+                need: list[str], only_need: bool = False) -> pa.Table:
     """The images *texts* (JSON objects: a list of str, or an Arrow string array without
     nulls) as a table of *schema*. Every image must hold the columns *need* (an absent column
     reads as null, so presence is checked on the text: the source writes ``"name": `` for every
-    column an image holds)."""
+    column an image holds). *only_need*: read only those columns (the others are null; a
+    column the schema lacks goes unnoticed)."""
     if not len(texts):
         return schema.empty_table()
+    if only_need:
+        read_schema = pa.schema([read_schema.field(k) for k in need])
     if isinstance(texts, (pa.Array, pa.ChunkedArray)):
         arr = texts
         if arr.null_count or not pa.types.is_string(arr.type):
             raise NotFast("a null image or not a string array")
-        source = pa.BufferReader(_lines(arr))
+        sources = [(pa.BufferReader(buf), n, True) for buf, n in _texts(arr)]
     else:
         arr = pa.array(texts, pa.string())
-        source = io.BytesIO("\n".join(texts).encode("utf-8", "surrogatepass"))
-    try:
-        table = pj.read_json(source, read_options=pj.ReadOptions(block_size=1 << 26),
-                             parse_options=pj.ParseOptions(explicit_schema=read_schema,
-                                                           unexpected_field_behavior="error"))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-        raise NotFast(str(e)) from None
-    if table.num_rows != len(texts):
-        raise NotFast("an image spans several lines")
+        sources = [(io.BytesIO("\n".join(texts).encode("utf-8", "surrogatepass")), len(texts),
+                    False)]
+    parts = []
+    for source, n, packed in sources:
+        try:
+            part = pj.read_json(source, read_options=pj.ReadOptions(block_size=1 << 26),
+                                parse_options=pj.ParseOptions(
+                                    explicit_schema=read_schema, newlines_in_values=packed,
+                                    unexpected_field_behavior="ignore" if only_need else
+                                    "error"))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+            raise NotFast(str(e)) from None
+        if part.num_rows != n:
+            raise NotFast("an image is not one JSON object")
+        parts.append(part)
+    table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
     for name in need:
         # an absent column reads as null: only the texts of the nulls can lack it
         col = table.column(name)
         if col.null_count and not pc.all(pc.match_substring(
                 pc.filter(arr, pc.is_null(col)), json.dumps(name) + ": ")).as_py():
             raise NotFast(f"an image lacks column {name}")
-    return pa.Table.from_arrays([as_type(table.column(f.name), f.type) for f in schema],
-                                schema=schema)
+    return pa.Table.from_arrays([as_type(table.column(f.name), f.type)
+                                 if f.name in read_schema.names else pa.nulls(len(texts), f.type)
+                                 for f in schema], schema=schema)
 
 
 def as_type(col, type: pa.DataType):

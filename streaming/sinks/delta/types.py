@@ -27,8 +27,8 @@ from cdc.values.types import ColumnDef
 from streaming._compat import to_arrow_type
 from streaming.contract.spark_schema import spark_column
 
-__all__ = ["arrow_converter", "arrow_schema", "delta_spark_type", "json_converter",
-           "parse_image", "typed_converter"]
+__all__ = ["arrow_schema", "delta_spark_type", "json_converter",
+           "parse_image", "time_texts", "typed_converter"]
 
 
 class _ExponentNumber(Decimal):
@@ -114,9 +114,13 @@ def json_converter(col: ColumnDef, spark: DataType) -> Callable[[object], object
         return date
     if isinstance(spark, (TimestampNTZType, TimestampType)):
         def timestamp(v):
+            if v is None:
+                return None
+            if v[-1:] == "Z":                  # UTC; Python < 3.11 reads only +00:00
+                v = v[:-1] + "+00:00"
             try:
-                return None if v is None else _dt.datetime.fromisoformat(v)
-            except ValueError:
+                return _dt.datetime.fromisoformat(v)
+            except ValueError:                 # zero dates: null, as in typed mode
                 return None
         return timestamp
     if isinstance(spark, ArrayType):
@@ -131,6 +135,21 @@ def typed_converter(col: ColumnDef) -> Callable[[object], object] | None:
     return None
 
 
-def arrow_converter(conv: Callable[[object], object]) -> Callable[[pa.Array], pa.Array]:
-    """A converter of values as one of Arrow columns (to text: only TIME has one)."""
-    return lambda arr: pa.array([conv(v) for v in arr.to_pylist()], pa.string())
+def time_texts(arr) -> pa.Array:
+    """TIME values of typed mode (an Arrow duration array) as the text Delta stores,
+    ``[-]HH:MM:SS[.ffffff]`` like :func:`~cdc.values.render.time_text`, in Arrow compute."""
+    import pyarrow.compute as pc
+    us = pc.cast(pc.cast(arr, pa.duration("us")), pa.int64())
+    whole = pc.abs(us)
+    secs = pc.divide(whole, 1_000_000)                  # integer division
+    frac = pc.subtract(whole, pc.multiply(secs, 1_000_000))
+    mins, hours = pc.divide(secs, 60), pc.divide(secs, 3600)
+
+    def digits(x, width):
+        return pc.utf8_lpad(pc.cast(x, pa.string()), width=width, padding="0")
+    sign = pc.if_else(pc.less(us, 0), "-", "")
+    fraction = pc.if_else(pc.equal(frac, 0), "",
+                          pc.binary_join_element_wise(".", digits(frac, 6), ""))
+    return pc.binary_join_element_wise(
+        sign, digits(hours, 2), ":", digits(pc.subtract(mins, pc.multiply(hours, 60)), 2), ":",
+        digits(pc.subtract(secs, pc.multiply(mins, 60)), 2), fraction, "")

@@ -57,12 +57,12 @@ from cdc.errors import ConfigurationError, SchemaError
 from cdc.replica.config import ReplicaConfig
 
 from streaming.sinks.delta.ddl import SCHEMA_CHANGE, apply_schema_changes
-from streaming.sinks.delta.types import (arrow_converter, arrow_schema, delta_spark_type,
-                                   json_converter, parse_image, typed_converter)
+from streaming.sinks.delta.types import (arrow_schema, delta_spark_type, json_converter,
+                                         parse_image, time_texts, typed_converter)
 from streaming.sinks.foreach_batch import spark_safe
 from streaming.sinks.json_images import NotFast, read_images, reader_schema
-from streaming.sinks.delta.last_change import (by_table, last_changes, last_changes_typed,
-                                               last_truncate)
+from streaming.sinks.delta.last_change import (by_table, in_seq_order, last_changes,
+                                               last_changes_typed, last_truncate)
 from streaming.sinks.plan import OP_COLUMN, merge_clauses, refuse_keyless
 from streaming.sinks.tables import (ColumnSource, ServerColumns, TableInfo, default_table_path,
                                     server_columns, table_info_from_server)
@@ -96,9 +96,9 @@ class _Table:
         self.schema = arrow_schema(info.columns)
         self.json_conv = [json_converter(c, s) for c, s in zip(self.columns, self.spark_types)]
         self.typed_conv = [typed_converter(c) for c in self.columns]
-        # the same for whole Arrow columns of typed images
-        self.typed_arrow_conv = {c.name: arrow_converter(f) for c, f in zip(self.columns,
-                                                                       self.typed_conv) if f}
+        # the same for whole Arrow columns of typed images (only TIME has one)
+        self.typed_arrow_conv = {c.name: time_texts for c, f in zip(self.columns,
+                                                                 self.typed_conv) if f}
         self.read_schema = reader_schema(self.schema, self.columns)   # None: value by value
 
 
@@ -213,7 +213,7 @@ class DeltaUpserter:
             return {}
         typed = pa.types.is_struct(changes.schema.field("after").type)
         done = {}
-        for (db, name), part in by_table(changes):
+        for (db, name), part, in_order in by_table(changes):
             path = self.path(db, name)
             dt = self._open(path)
             if dt is not None:
@@ -230,7 +230,7 @@ class DeltaUpserter:
                 if not part.num_rows:
                     done[f"{db}.{name}"] = self._truncate(db, name, path, dt, batch_id)
                     continue
-            source = self._last_changes_of(db, name, part, typed)
+            source = self._last_changes_of(db, name, part, typed, in_order)
             done[f"{db}.{name}"] = self._merge(db, name, path, dt, source, batch_id,
                                                truncate=cut is not None)
         return done
@@ -306,22 +306,26 @@ class DeltaUpserter:
             self._tables[key] = _Table(db, name, self.columns(db, name))
         return self._tables[key]
 
-    def _last_changes_of(self, db: str, name: str, part: pa.Table, typed: bool) -> pa.Table:
-        """:meth:`_last_changes` of an Arrow table of one table's changes in ``seq`` order:
-        typed images, and JSON images where they can be, in Arrow compute
-        (:mod:`streaming.sinks.plan`)."""
+    def _last_changes_of(self, db: str, name: str, part: pa.Table, typed: bool,
+                         in_order: bool = True) -> pa.Table:
+        """:meth:`_last_changes` of an Arrow table of one table's changes (in ``seq`` order,
+        or inserts only: :func:`~streaming.sinks.delta.last_change.by_table`): typed images,
+        and JSON images where they can be, in Arrow compute (:mod:`streaming.sinks.plan`)."""
         tbl = self._table(db, name)
+        seq = None if in_order else part.column("seq")
         try:
             if typed:
                 return last_changes_typed(part.column("op"), part.column("before"),
                                           part.column("after"), tbl.schema, tbl.primary_key,
-                                          OP_COLUMN, tbl.typed_arrow_conv)
+                                          OP_COLUMN, tbl.typed_arrow_conv, seq)
             if tbl.read_schema is not None:
                 return last_changes(part.column("op"), part.column("before"),
                                     part.column("after"), tbl.schema, tbl.read_schema,
-                                    tbl.names, tbl.primary_key, OP_COLUMN)
+                                    tbl.names, tbl.primary_key, OP_COLUMN, seq)
         except NotFast as e:
             log.debug("%s.%s: per-value path (%s)", db, name, e)
+        if not in_order:
+            part = in_seq_order(part)
         rows = list(zip(*(part.column(c).to_pylist() for c in ("op", "before", "after", "seq"))))
         return self._last_changes(db, name, rows, typed, fast=False)
 
@@ -497,8 +501,9 @@ class DeltaUpserter:
         import pyarrow.compute as pc
         from deltalake import DeltaTable, write_deltalake
         from deltalake.exceptions import DeltaError
-        rows = source.filter(pc.not_equal(source.column(OP_COLUMN), "d")).drop_columns(
-            [OP_COLUMN])
+        keep = pc.not_equal(source.column(OP_COLUMN), "d")
+        rows = source if not keep.null_count and pc.all(keep).as_py() else source.filter(keep)
+        rows = rows.drop_columns([OP_COLUMN])
         try:
             write_deltalake(path, rows, mode="error", name=f"{db}.{name}",
                             commit_properties=props, storage_options=self.storage_options)
