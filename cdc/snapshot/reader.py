@@ -291,9 +291,16 @@ class SnapshotChunkReader:
         return owners is not None
 
     def batches(self, rows_per_batch: int = 8192) -> Iterator[list[tuple]]:
+        convert = row_converter(self.table.column_defs())
+        for raw in self.raw_batches(rows_per_batch):
+            yield list(map(convert, raw))
+
+    def raw_batches(self, rows_per_batch: int = 8192) -> Iterator[list[tuple]]:
+        """The chunk's rows as the client returns them (tuples of the server's ``bytes``, None
+        for NULL, in :meth:`SnapshotTable.column_defs` order, selected with
+        :func:`~cdc.snapshot.values.select_list`); :meth:`batches` converts them."""
         t = self.table
         columns = t.column_defs()
-        convert = row_converter(columns)
         where, args = range_condition(t.key, self.after, self.upto)
         order = (" ORDER BY " + ", ".join(quote_name(k) for k in t.key)) if t.key else ""
         sql = f"SELECT {select_list(columns)} FROM {t.sql_name} WHERE {where}{order}"
@@ -305,7 +312,7 @@ class SnapshotChunkReader:
                     if not raw:
                         return
                     self.rows += len(raw)
-                    yield list(map(convert, raw))
+                    yield raw
         except _client_errors() as e:
             raise self._error(e) from e
 

@@ -143,6 +143,7 @@ class World:
         self.binlog: dict = {}      # decoder -> {table: (table-map columns, {id: after image})}
         # client library -> {table: (column defs, {id: converted row})}
         self.snapshot: dict = {c: {} for c in CLIENTS}
+        self.raw: dict = {c: {} for c in CLIENTS}      # the same rows as the client read them
 
     def from_binlog(self, decoder: str) -> dict:
         if decoder not in self.binlog:
@@ -160,14 +161,15 @@ class World:
         return self.binlog[decoder]
 
 
-def _read_snapshot(server, client: str, query, tables, out: dict) -> None:
+def _read_snapshot(server, client: str, query, tables, out: dict, raw: dict) -> None:
     """The tables read by *client*'s chunk connection (:func:`connect_for_snapshot`): session
-    settings SESSION_SQL has to undo first, then SESSION_SQL again."""
+    settings SESSION_SQL has to undo first, then SESSION_SQL again; *raw*: the rows as the
+    client returned them."""
     p = server.cdc_params()
-    raw = connect_for_snapshot(ReplicaConfig(p["host"], p["port"], p["user"], p["password"]),
-                               client)
+    conn = connect_for_snapshot(ReplicaConfig(p["host"], p["port"], p["user"], p["password"]),
+                                client)
     try:
-        rc = raw.cursor()
+        rc = conn.cursor()
         rc.execute("SET SESSION sql_mode = 'PAD_CHAR_TO_FULL_LENGTH'")
         rc.execute("SET SESSION time_zone = '+05:30'")
         rc.execute("SET SESSION character_set_results = utf8mb4")
@@ -177,9 +179,11 @@ def _read_snapshot(server, client: str, query, tables, out: dict) -> None:
             defs = [s.column_def(i) for i, s in enumerate(read_columns(query, DB, t.name))]
             rc.execute(f"SELECT {select_list(defs)} FROM `{DB}`.`{t.name}` ORDER BY 1")
             convert = row_converter(defs)
-            out[t.name] = (defs, {r[0]: r for r in map(convert, rc.fetchall())})
+            raw_rows = rc.fetchall()
+            out[t.name] = (defs, {r[0]: r for r in map(convert, raw_rows)})
+            raw[t.name] = raw_rows
     finally:
-        raw.close()
+        conn.close()
 
 
 def _workload(server, tables_of) -> World:
@@ -207,7 +211,7 @@ def _workload(server, tables_of) -> World:
         for client in CLIENTS:
             if client == "mysqlclient" and not MYSQLCLIENT:
                 continue
-            _read_snapshot(server, client, query, tables, w.snapshot[client])
+            _read_snapshot(server, client, query, tables, w.snapshot[client], w.raw[client])
     finally:
         conn.close()
     return w
@@ -308,6 +312,31 @@ def _check_table(world, decoder, client, name):
     assert [row_json(names, snap[k], defs) for k in keys] == want_json
     assert compile_json_renderer(defs, names)([snap[k] for k in keys]) == want_json
     assert compile_json_renderer(tmap_cols, names)([binlog[k] for k in keys]) == want_json
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_columnar_json_images_equal_row_json(world, client, group):
+    """The snapshot's column-by-column JSON images (streaming.source.snapshot_columns, the
+    Spark source's path) of the rows as the client read them are the compiled renderer's texts
+    of the converted rows, keys too; in batches of 7 rows as well (a column takes the fast or
+    the exact path per batch)."""
+    pytest.importorskip("pyarrow")
+    from streaming.source.snapshot_columns import JsonImages
+    name = _table_name(group)
+    if name not in world.tables:
+        pytest.skip(f"{group}: not in this server's SHOW CHARACTER SET (or type matrix)")
+    defs = world.snapshot[client][name][0]
+    raw = world.raw[client][name]
+    rows = list(map(row_converter(defs), raw))
+    names = [c.name for c in defs]
+    want = compile_json_renderer(defs, names)(rows)
+    want_key = compile_json_renderer(defs, names, [0])(rows)
+    images = JsonImages(defs, names, [0])
+    after, key = images.images(raw)
+    assert after.to_pylist() == want
+    assert key.to_pylist() == want_key
+    got = [t for k in range(0, len(raw), 7) for t in images.images(raw[k:k + 7])[0].to_pylist()]
+    assert got == want
 
 
 def test_the_matrix_is_not_vacuous(world, decoder, client):
