@@ -387,13 +387,23 @@ class BatchBuilder:
             if not has:
                 out.chunks[j].append(pa.nulls(len(vals), field.type))
                 continue
-            try:
-                out.chunks[j].append(pa.array(vals, type=field.type))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
-                raise SchemaError(f"typed mode: values of column {field.name} do not fit its "
-                                  f"Spark type {field.type} (was the table altered?): {e}") \
-                    from None
+            out.chunks[j].append(self._arrow(field, vals))
         out.clear()
+
+    @staticmethod
+    def _arrow(field, vals: list) -> pa.Array:
+        try:
+            return pa.array(vals, type=field.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
+            raise SchemaError(f"typed mode: values of column {field.name} do not fit its "
+                              f"Spark type {field.type} (was the table altered?): {e}") from None
+
+    def typed_child(self, j: int, values: list) -> pa.Array:
+        """Typed field *j*'s Arrow array of a column's decoded values (None: NULL)."""
+        conv = self.converters[j]
+        if conv is not None:
+            values = [None if v is None else conv(v) for v in values]
+        return self._arrow(self.image_fields[j], values)
 
     def flush(self) -> pa.RecordBatch | None:
         n = self.rows

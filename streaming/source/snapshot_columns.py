@@ -26,7 +26,9 @@ from cdc.values.render import document_json, to_json_text
 from cdc.values.types import ColumnDef
 from cdc.snapshot.values import column_converter
 
-__all__ = ["JsonImages", "column_fragments"]
+from streaming.contract.spark_schema import is_binary
+
+__all__ = ["JsonImages", "TypedImages", "column_fragments"]
 
 _json_str = to_json_text      # a str's JSON text (encode_basestring)
 
@@ -159,13 +161,101 @@ class JsonImages:
 
     def images(self, rows: list) -> tuple[pa.Array, pa.Array | None]:
         """(the rows' ``after`` texts, their key texts or None without a primary key)."""
-        n = len(rows)
         if not self.columns:
-            empty = pa.array(["{}"] * n, pa.string())
-            return empty, None
+            return pa.array(["{}"] * len(rows), pa.string()), None
         fragments = [column_fragments(c, vals) for c, vals in zip(self.columns, zip(*rows))]
-        after = _object(self.names, fragments)
-        key = None
-        if self.key is not None:
-            key = _object([self.names[i] for i in self.key], [fragments[i] for i in self.key])
-        return after, key
+        return _object(self.names, fragments), self._key(fragments)
+
+    def keys(self, rows: list) -> pa.Array | None:
+        """The rows' key texts alone (None without a primary key)."""
+        if self.key is None:
+            return None
+        columns = list(zip(*rows))
+        return self._key({i: column_fragments(self.columns[i], columns[i]) for i in self.key})
+
+    def _key(self, fragments) -> pa.Array | None:
+        if self.key is None:
+            return None
+        return _object([self.names[i] for i in self.key], [fragments[i] for i in self.key])
+
+
+# --- typed images ---------------------------------------------------------------------------------
+
+def _fast_typed(col: ColumnDef, raw: pa.Array, type: pa.DataType) -> pa.Array:
+    """A column's values as the Arrow array of its Spark type (what ``spark_column(col)``'s
+    converter and ``pa.array`` make of the converted values) by Arrow compute, or
+    :class:`_Slow`."""
+    rt = col.real_type
+    try:
+        if rt in _SIGNED_INTS or rt in _DECIMALS:
+            if pa.types.is_string(type):        # DECIMAL(M > 38): format(Decimal, "f")
+                if rt in _SIGNED_INTS:
+                    raise _Slow
+                text = _strings(raw)
+                if not pc.all(pc.match_substring_regex(text, _PLAIN_DECIMAL)).as_py():
+                    raise _Slow
+                return text
+            if not (pa.types.is_integer(type) or pa.types.is_decimal(type)):
+                raise _Slow
+            return _strings(raw).cast(type)     # checked: overflow or lost digits raise
+        if rt == T.DOUBLE and pa.types.is_float64(type):
+            return _strings(raw).cast(type)     # both parse to the nearest double
+        if rt in _DATETIMES and type == pa.timestamp("us"):
+            return _temporal(raw, type).cast(type)
+        if rt in _TIMESTAMPS and pa.types.is_timestamp(type) and type.unit == "us" \
+                and type.tz in ("UTC", "+00:00"):
+            return _temporal(raw, pa.timestamp("us")).cast(pa.timestamp("us")).cast(type)
+        if rt in _DATES and pa.types.is_date32(type):
+            return _temporal(raw, type).cast(type)
+        if rt == T.ENUM and col.enum_values is not None and pa.types.is_string(type):
+            members = pa.array([""] + list(col.enum_values), pa.string())
+            index = _strings(raw).cast(pa.int64())
+            if (pc.max(index).as_py() or 0) >= len(members):
+                raise _Slow
+            return pc.take(members, index)
+        if rt in _TEXTS:
+            if pa.types.is_binary(type) and is_binary(col):
+                return raw                     # the bytes as stored
+            if pa.types.is_string(type) and col.collation is not None \
+                    and codec_of(col.collation) == "utf-8":
+                return _strings(raw)
+    except (pa.ArrowInvalid, OverflowError):
+        raise _Slow from None
+    raise _Slow
+
+
+class TypedImages:
+    """Typed mode's ``after`` images of a table's rows (the struct of the stream's typed
+    columns, matched by name; a typed column the table lacks is null), a fetched batch at a
+    time: ``images(rows)`` as :class:`JsonImages`'s. *convert*: the exact path of one column,
+    ``convert(j, values) -> pa.Array`` for typed column *j* and the converted values."""
+
+    def __init__(self, columns: list[ColumnDef], names: list[str], key: list[int] | None,
+                 typed_names: list[str], fields: list, convert):
+        where = {n: i for i, n in enumerate(names)}
+        self.columns = list(columns)
+        self.index = [where.get(n) for n in typed_names]
+        self.fields = fields
+        self.convert = convert
+        self.json = JsonImages(columns, names, key)
+
+    def images(self, rows: list) -> tuple[pa.Array, pa.Array | None]:
+        n = len(rows)
+        columns = list(zip(*rows)) if n else [()] * len(self.columns)
+        children = []
+        for j, (i, field) in enumerate(zip(self.index, self.fields)):
+            if i is None:
+                children.append(pa.nulls(n, field.type))
+                continue
+            children.append(self._child(j, self.columns[i], columns[i], field.type))
+        after = pa.StructArray.from_arrays(children, fields=self.fields) if self.fields else \
+            pa.array([{}] * n, pa.struct([]))
+        return after, self.json.keys(rows)
+
+    def _child(self, j: int, col: ColumnDef, values, type) -> pa.Array:
+        try:
+            raw = pa.array(values, pa.binary())
+            return _fast_typed(col, raw, type)
+        except (_Slow, pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+            convert = column_converter(col)
+            return self.convert(j, [None if v is None else convert(v) for v in values])
