@@ -16,6 +16,7 @@ row was before. The texts are exactly :func:`~cdc.values.render.row_json` of the
 from __future__ import annotations
 
 import sys
+from operator import itemgetter
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -141,6 +142,18 @@ def column_fragments(col: ColumnDef, values) -> pa.Array:
     return fragments.fill_null("null") if raw.null_count else fragments
 
 
+def _column(rows: list, i: int) -> list:
+    return list(map(itemgetter(i), rows))
+
+
+def _columns(rows: list, n: int | None = None) -> list[list]:
+    """The values of each column of *rows* (one C call per column: ``zip(*rows)`` makes the
+    garbage collector walk the heap more)."""
+    if n is None:
+        n = len(rows[0]) if rows else 0
+    return [_column(rows, i) for i in range(n)]
+
+
 def _object(names, fragments: list) -> pa.Array:
     parts: list = []
     for i, (name, f) in enumerate(zip(names, fragments)):
@@ -163,15 +176,15 @@ class JsonImages:
         """(the rows' ``after`` texts, their key texts or None without a primary key)."""
         if not self.columns:
             return pa.array(["{}"] * len(rows), pa.string()), None
-        fragments = [column_fragments(c, vals) for c, vals in zip(self.columns, zip(*rows))]
+        fragments = [column_fragments(c, vals) for c, vals in zip(self.columns, _columns(rows))]
         return _object(self.names, fragments), self._key(fragments)
 
     def keys(self, rows: list) -> pa.Array | None:
         """The rows' key texts alone (None without a primary key)."""
         if self.key is None:
             return None
-        columns = list(zip(*rows))
-        return self._key({i: column_fragments(self.columns[i], columns[i]) for i in self.key})
+        return self._key({i: column_fragments(self.columns[i], _column(rows, i))
+                          for i in self.key})
 
     def _key(self, fragments) -> pa.Array | None:
         if self.key is None:
@@ -241,7 +254,7 @@ class TypedImages:
 
     def images(self, rows: list) -> tuple[pa.Array, pa.Array | None]:
         n = len(rows)
-        columns = list(zip(*rows)) if n else [()] * len(self.columns)
+        columns = _columns(rows, len(self.columns))
         children = []
         for j, (i, field) in enumerate(zip(self.index, self.fields)):
             if i is None:

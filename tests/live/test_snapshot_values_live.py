@@ -339,6 +339,26 @@ def test_columnar_json_images_equal_row_json(world, client, group):
     assert got == want
 
 
+@pytest.mark.parametrize("typed", [False, True], ids=["json", "typed"])
+@pytest.mark.parametrize("group", GROUPS)
+def test_column_path_batches_equal_row_path(world, client, group, typed):
+    """The Spark source's snapshot batches (streaming.source.snapshot: each fetched batch
+    column by column) equal the row path's (row_converter -> BatchBuilder) in every field, JSON
+    envelope and typed, on the rows as the client read them; in batches of 7 rows as well."""
+    pytest.importorskip("pyspark")
+    from tests.support.snapshot_paths import both_paths
+    name = _table_name(group)
+    if name not in world.tables:
+        pytest.skip(f"{group}: not in this server's SHOW CHARACTER SET (or type matrix)")
+    defs = world.snapshot[client][name][0]
+    raw = world.raw[client][name]
+    for rows_per_batch in (8192, 7):
+        old, new = both_paths(defs, raw, typed=typed, rows_per_batch=rows_per_batch)
+        assert old.num_rows == new.num_rows == len(raw)
+        for field in old.column_names:
+            assert old[field].combine_chunks().equals(new[field].combine_chunks()), field
+
+
 def test_the_matrix_is_not_vacuous(world, decoder, client):
     """Every table of the matrix reached both sides, with every column and non-NULL values of
     every column somewhere."""
