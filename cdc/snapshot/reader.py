@@ -58,6 +58,7 @@ from cdc.replica.config import ReplicaConfig
 from cdc.replica.server import server_of
 from cdc.replica.sql import binlog_status, connect, mysql_error
 from cdc.snapshot.plan import SnapshotTable, quote_name, range_condition
+from cdc.snapshot.textrows import pymysql_batches
 from cdc.snapshot.values import SESSION_SQL, raw_connect_kwargs, row_converter, select_list
 
 __all__ = ["ChunkPosition", "SnapshotChunkReader", "connect_for_snapshot", "snapshot_client",
@@ -307,8 +308,10 @@ class SnapshotChunkReader:
         try:
             with self.conn.cursor() as cur:
                 cur.execute(sql, args)
-                while True:
-                    raw = cur.fetchmany(rows_per_batch)
+                fetched = pymysql_batches(cur, rows_per_batch) if _pymysql(self.conn) else None
+                if fetched is None:
+                    fetched = iter(lambda: cur.fetchmany(rows_per_batch), [])
+                for raw in fetched:
                     if not raw:
                         return
                     self.rows += len(raw)
@@ -328,6 +331,12 @@ class SnapshotChunkReader:
         if self.config is not None:
             return mysql_error(e, self.config)
         return CdcError(f"snapshot of {self.table.name}: {e}")
+
+
+def _pymysql(conn) -> bool:
+    """A PyMySQL connection (its unbuffered rows are read by :mod:`cdc.snapshot.textrows`)."""
+    import pymysql
+    return isinstance(conn, pymysql.connections.Connection)
 
 
 def _text(v) -> str:

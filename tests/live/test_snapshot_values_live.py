@@ -32,6 +32,7 @@ from cdc.replica.metadata import read_columns
 from cdc.replica.sql import fetch_rows
 from cdc.rows import backend
 from cdc.snapshot.reader import CLIENTS, connect_for_snapshot
+from cdc.snapshot.textrows import pymysql_batches
 from cdc.snapshot.values import SESSION_SQL, row_converter, select_list
 from cdc.values.render import compile_json_renderer, row_json
 from tests.support import type_matrix as M
@@ -182,6 +183,9 @@ def _read_snapshot(server, client: str, query, tables, out: dict, raw: dict) -> 
             raw_rows = rc.fetchall()
             out[t.name] = (defs, {r[0]: r for r in map(convert, raw_rows)})
             raw[t.name] = raw_rows
+            if client == "pymysql":     # the same rows by cdc.snapshot.textrows, 7 at a time
+                rc.execute(f"SELECT {select_list(defs)} FROM `{DB}`.`{t.name}` ORDER BY 1")
+                raw[("textrows", t.name)] = [list(b) for b in pymysql_batches(rc, 7)]
     finally:
         conn.close()
 
@@ -357,6 +361,18 @@ def test_column_path_batches_equal_row_path(world, client, group, typed):
         assert old.num_rows == new.num_rows == len(raw)
         for field in old.column_names:
             assert old[field].combine_chunks().equals(new[field].combine_chunks()), field
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_text_protocol_reader_equals_pymysql(world, group):
+    """cdc.snapshot.textrows (the chunk reader's PyMySQL path) parses every row of the matrix
+    into exactly the bytes PyMySQL's own fetch gives, in batches of 7 rows."""
+    name = _table_name(group)
+    if name not in world.tables:
+        pytest.skip(f"{group}: not in this server's SHOW CHARACTER SET (or type matrix)")
+    batches = world.raw["pymysql"][("textrows", name)]
+    assert all(len(b) == 7 for b in batches[:-1]) and 0 < len(batches[-1]) <= 7
+    assert [r for b in batches for r in b] == list(world.raw["pymysql"][name])
 
 
 def test_the_matrix_is_not_vacuous(world, decoder, client):
