@@ -116,85 +116,87 @@ class _Stream:
         return data
 
 
+class _Packets:
+    """The packets of the stream: :meth:`next` gives the next one's payload as ``(buf, start,
+    end)`` (the payload is ``buf[start:end]``; a payload of several packets joined), keeping
+    the sequence number."""
+
+    def __init__(self, stream: _Stream, seq: int):
+        self.stream = stream
+        self.buf, self.p = b"", 0
+        self.seq = seq
+
+    def _whole(self) -> int:
+        """The length of the packet at ``p``, read in whole."""
+        while True:
+            buf, p = self.buf, self.p
+            have = len(buf) - p
+            if have >= 4:
+                length = buf[p] | buf[p + 1] << 8 | buf[p + 2] << 16
+                if have >= 4 + length:
+                    return length
+            self.buf, self.p = buf[p:] + self.stream.more(), 0
+
+    def next(self) -> tuple:
+        length = self._whole()
+        buf, p = self.buf, self.p
+        if buf[p + 3] != self.seq:
+            self.stream.conn._force_close()
+            raise self.stream.err.InternalError(f"Packet sequence number wrong - got "
+                                                f"{buf[p + 3]} expected {self.seq}")
+        self.seq = (self.seq + 1) & 0xFF
+        self.p = p + 4 + length
+        if length < _MAX_PACKET:
+            return buf, p + 4, self.p
+        parts = [buf[p + 4:self.p]]       # a payload longer than one packet: join them
+        while length == _MAX_PACKET:
+            length = self._whole()
+            self.seq = (self.seq + 1) & 0xFF
+            parts.append(self.buf[self.p + 4:self.p + 4 + length])
+            self.p += 4 + length
+        payload = b"".join(parts)
+        return payload, 0, len(payload)
+
+
+def _is_eof(buf, start: int, end: int) -> bool:
+    return end - start < 9 and end > start and buf[start] == 0xFE
+
+
 def _batches(conn, result, rows_per_batch: int) -> Iterator[list[tuple]]:
     parse = row_parser(result.field_count)
-    stream = _Stream(conn)
-    buf, p = b"", 0
-    seq = conn._next_seq_id
+    packets = _Packets(_Stream(conn), conn._next_seq_id)
     done = False
     rows: list = []
     append = rows.append
     try:
         while True:
-            # the next packet whole in buf[p:end] (payload from p + 4)
-            have = len(buf) - p
-            if have < 4:
-                buf, p = buf[p:] + stream.more(), 0
-                continue
-            length = buf[p] | buf[p + 1] << 8 | buf[p + 2] << 16
-            if have < 4 + length:
-                buf, p = buf[p:] + stream.more(), 0
-                continue
-            if buf[p + 3] != seq:
-                conn._force_close()
-                raise stream.err.InternalError(f"Packet sequence number wrong - got "
-                                               f"{buf[p + 3]} expected {seq}")
-            seq = (seq + 1) & 0xFF
-            start, end = p + 4, p + 4 + length
-            if length == _MAX_PACKET:          # a row longer than one packet: join them
-                buf, end, seq = _joined(stream, buf, end, seq)
-                start = 0
-            p = end
-            first = buf[start]
-            if first == 0xFE and length < 9:   # EOF: the result's end
-                conn._next_seq_id = seq
+            buf, start, end = packets.next()
+            if _is_eof(buf, start, end):        # the result's end
+                conn._next_seq_id = packets.seq
                 _finish(result, buf[start:end])
                 done = True
                 if rows:
                     yield rows
                 return
-            if first == 0xFF:
-                conn._next_seq_id = seq
+            if buf[start] == 0xFF:
+                conn._next_seq_id = packets.seq
                 result.unbuffered_active = False
                 done = True
-                stream.err.raise_mysql_exception(buf[start:end])
+                packets.stream.err.raise_mysql_exception(buf[start:end])
             row, at = parse(buf, start)
             if at != end:
                 conn._force_close()
-                raise stream.err.InternalError(f"row packet of {length} bytes holds "
-                                               f"{at - start} bytes of values")
+                raise packets.stream.err.InternalError(
+                    f"row packet of {end - start} bytes holds {at - start} bytes of values")
             append(row)
             if len(rows) >= rows_per_batch:
-                conn._next_seq_id = seq
+                conn._next_seq_id = packets.seq
                 yield rows
                 rows = []
                 append = rows.append
     finally:
         if not done:
-            conn._next_seq_id = seq
-            _drain(conn, result, stream, buf[p:], seq)
-
-
-def _joined(stream: _Stream, buf: bytes, end: int, seq: int) -> tuple:
-    """A payload of several packets (each full one is followed by more; the first ends at
-    *end* in *buf*): (a buffer of the payload followed by what was read past it, the payload's
-    length, seq)."""
-    parts = [buf[end - _MAX_PACKET:end]]
-    rest, q = buf, end
-    while True:
-        if len(rest) - q < 4:
-            rest, q = rest[q:] + stream.more(), 0
-            continue
-        length = rest[q] | rest[q + 1] << 8 | rest[q + 2] << 16
-        if len(rest) - q < 4 + length:
-            rest, q = rest[q:] + stream.more(), 0
-            continue
-        seq = (seq + 1) & 0xFF
-        parts.append(rest[q + 4:q + 4 + length])
-        q += 4 + length
-        if length < _MAX_PACKET:
-            payload = b"".join(parts)
-            return payload + rest[q:], len(payload), seq
+            _drain(conn, result, packets)
 
 
 def _finish(result, eof: bytes) -> None:
@@ -206,33 +208,20 @@ def _finish(result, eof: bytes) -> None:
     result.rows = None
 
 
-def _drain(conn, result, stream: _Stream, left: bytes, seq: int) -> None:
+def _drain(conn, result, packets: _Packets) -> None:
     """A read stopped before the result's end: read the rest away (as PyMySQL's cursor close
     does); on any error, close the connection."""
     try:
+        conn._next_seq_id = packets.seq
         if conn._sock is None:
             result.unbuffered_active = False
-        if not result.unbuffered_active:
-            return
-        buf, p = left, 0
-        while True:
-            if len(buf) - p < 4:
-                buf, p = buf[p:] + stream.more(), 0
-                continue
-            length = buf[p] | buf[p + 1] << 8 | buf[p + 2] << 16
-            if len(buf) - p < 4 + length:
-                buf, p = buf[p:] + stream.more(), 0
-                continue
-            seq = (seq + 1) & 0xFF
-            first = buf[p + 4] if length else 0
-            if (first == 0xFE and length < 9) or first == 0xFF:
-                conn._next_seq_id = seq
-                if first == 0xFE:
-                    _finish(result, buf[p + 4:p + 4 + length])
-                else:
-                    result.unbuffered_active = False
-                return
-            p += 4 + length
+        while result.unbuffered_active:
+            buf, start, end = packets.next()
+            conn._next_seq_id = packets.seq
+            if _is_eof(buf, start, end):
+                _finish(result, buf[start:end])
+            elif buf[start] == 0xFF:
+                result.unbuffered_active = False
     except Exception:  # noqa: BLE001 - the connection is unusable: closed
         result.unbuffered_active = False
         try:

@@ -255,6 +255,14 @@ def _table_name(group: str) -> str:
     return "cs_" + group.removeprefix("charset-") if group.startswith("charset-") else group
 
 
+def _group_table(world, group: str) -> str:
+    """The table of *group* (skipped when the server has no such charset or type table)."""
+    name = _table_name(group)
+    if name not in world.tables:
+        pytest.skip(f"{group}: not in this server's SHOW CHARACTER SET (or type matrix)")
+    return name
+
+
 try:
     import MySQLdb  # noqa: F401
     MYSQLCLIENT = True
@@ -279,9 +287,7 @@ def decoder(request):
 
 @pytest.mark.parametrize("group", GROUPS)
 def test_snapshot_row_equals_binlog_row(world, decoder, client, group):
-    name = _table_name(group)
-    if name not in world.tables:
-        pytest.skip(f"{group}: not in this server's SHOW CHARACTER SET (or type matrix)")
+    name = _group_table(world, group)
     _check_table(world, decoder, client, name)
 
 
@@ -326,9 +332,7 @@ def test_columnar_json_images_equal_row_json(world, client, group):
     the exact path per batch)."""
     pytest.importorskip("pyarrow")
     from streaming.source.snapshot_columns import JsonImages
-    name = _table_name(group)
-    if name not in world.tables:
-        pytest.skip(f"{group}: not in this server's SHOW CHARACTER SET (or type matrix)")
+    name = _group_table(world, group)
     defs = world.snapshot[client][name][0]
     raw = world.raw[client][name]
     rows = list(map(row_converter(defs), raw))
@@ -351,9 +355,7 @@ def test_column_path_batches_equal_row_path(world, client, group, typed):
     envelope and typed, on the rows as the client read them; in batches of 7 rows as well."""
     pytest.importorskip("pyspark")
     from tests.support.snapshot_paths import both_paths
-    name = _table_name(group)
-    if name not in world.tables:
-        pytest.skip(f"{group}: not in this server's SHOW CHARACTER SET (or type matrix)")
+    name = _group_table(world, group)
     defs = world.snapshot[client][name][0]
     raw = world.raw[client][name]
     for rows_per_batch in (8192, 7):
@@ -367,9 +369,7 @@ def test_column_path_batches_equal_row_path(world, client, group, typed):
 def test_text_protocol_reader_equals_pymysql(world, group):
     """cdc.snapshot.textrows (the chunk reader's PyMySQL path) parses every row of the matrix
     into exactly the bytes PyMySQL's own fetch gives, in batches of 7 rows."""
-    name = _table_name(group)
-    if name not in world.tables:
-        pytest.skip(f"{group}: not in this server's SHOW CHARACTER SET (or type matrix)")
+    name = _group_table(world, group)
     batches = world.raw["pymysql"][("textrows", name)]
     assert all(len(b) == 7 for b in batches[:-1]) and 0 < len(batches[-1]) <= 7
     assert [r for b in batches for r in b] == list(world.raw["pymysql"][name])
