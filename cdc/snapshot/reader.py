@@ -58,6 +58,7 @@ from cdc.replica.config import ReplicaConfig
 from cdc.replica.server import server_of
 from cdc.replica.sql import binlog_status, connect, mysql_error
 from cdc.snapshot.plan import SnapshotTable, quote_name, range_condition
+from cdc.snapshot.textrows import pymysql_batches
 from cdc.snapshot.values import SESSION_SQL, raw_connect_kwargs, row_converter, select_list
 
 __all__ = ["ChunkPosition", "SnapshotChunkReader", "connect_for_snapshot", "snapshot_client",
@@ -291,21 +292,30 @@ class SnapshotChunkReader:
         return owners is not None
 
     def batches(self, rows_per_batch: int = 8192) -> Iterator[list[tuple]]:
+        convert = row_converter(self.table.column_defs())
+        for raw in self.raw_batches(rows_per_batch):
+            yield list(map(convert, raw))
+
+    def raw_batches(self, rows_per_batch: int = 8192) -> Iterator[list[tuple]]:
+        """The chunk's rows as the client returns them (tuples of the server's ``bytes``, None
+        for NULL, in :meth:`SnapshotTable.column_defs` order, selected with
+        :func:`~cdc.snapshot.values.select_list`); :meth:`batches` converts them."""
         t = self.table
         columns = t.column_defs()
-        convert = row_converter(columns)
         where, args = range_condition(t.key, self.after, self.upto)
         order = (" ORDER BY " + ", ".join(quote_name(k) for k in t.key)) if t.key else ""
         sql = f"SELECT {select_list(columns)} FROM {t.sql_name} WHERE {where}{order}"
         try:
             with self.conn.cursor() as cur:
                 cur.execute(sql, args)
-                while True:
-                    raw = cur.fetchmany(rows_per_batch)
+                fetched = pymysql_batches(cur, rows_per_batch) if _pymysql(self.conn) else None
+                if fetched is None:
+                    fetched = iter(lambda: cur.fetchmany(rows_per_batch), [])
+                for raw in fetched:
                     if not raw:
                         return
                     self.rows += len(raw)
-                    yield list(map(convert, raw))
+                    yield raw
         except _client_errors() as e:
             raise self._error(e) from e
 
@@ -321,6 +331,12 @@ class SnapshotChunkReader:
         if self.config is not None:
             return mysql_error(e, self.config)
         return CdcError(f"snapshot of {self.table.name}: {e}")
+
+
+def _pymysql(conn) -> bool:
+    """A PyMySQL connection (its unbuffered rows are read by :mod:`cdc.snapshot.textrows`)."""
+    import pymysql
+    return isinstance(conn, pymysql.connections.Connection)
 
 
 def _text(v) -> str:

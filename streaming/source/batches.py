@@ -218,6 +218,29 @@ class BatchBuilder:
             index += self._statement(t, index, (ts, server_id, file, pos, gtid, xid, prefix))
             yield
 
+    def read_batch(self, tx, tmap, index: int, after: pa.Array, key: pa.Array | None) \
+            -> pa.RecordBatch:
+        """A batch of snapshot rows (op ``r``) of *tx* (a chunk) whose ``after`` images (JSON
+        texts, or the typed struct) and primary keys' JSON (None: no key) are Arrow arrays
+        already; *index*: the first row's index in the chunk. The builder holds nothing."""
+        assert not self.rows, "read_batch on a builder holding rows"
+        n = len(after)
+        ts = tx.timestamp * 1000 if tx.timestamp is not None else None
+        self.s_row = range(index, index + n)
+        self.rows = n
+        self.events.append((n, "r", tmap.schema, tmap.table, ts, tx.server_id, tx.file, tx.pos,
+                            tx.gtid, tx.xid, self._prefix(tx.file, tx.pos)))
+        self.after, self.after_filled = after, True
+        if key is not None and self.with_key:
+            self.key, self.key_filled = key, True
+        else:
+            self.key = [None] * n
+        if self.typed:
+            self.before.append_nulls(n)
+        else:
+            self.before = [None] * n
+        return self.flush()
+
     def _prefix(self, file: str, pos: int) -> str:
         """streaming.contract.envelope.seq of a transaction, without the row index."""
         number = self._file_numbers.get(file)
@@ -364,13 +387,23 @@ class BatchBuilder:
             if not has:
                 out.chunks[j].append(pa.nulls(len(vals), field.type))
                 continue
-            try:
-                out.chunks[j].append(pa.array(vals, type=field.type))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
-                raise SchemaError(f"typed mode: values of column {field.name} do not fit its "
-                                  f"Spark type {field.type} (was the table altered?): {e}") \
-                    from None
+            out.chunks[j].append(self._arrow(field, vals))
         out.clear()
+
+    @staticmethod
+    def _arrow(field, vals: list) -> pa.Array:
+        try:
+            return pa.array(vals, type=field.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
+            raise SchemaError(f"typed mode: values of column {field.name} do not fit its "
+                              f"Spark type {field.type} (was the table altered?): {e}") from None
+
+    def typed_child(self, j: int, values: list) -> pa.Array:
+        """Typed field *j*'s Arrow array of a column's decoded values (None: NULL)."""
+        conv = self.converters[j]
+        if conv is not None:
+            values = [None if v is None else conv(v) for v in values]
+        return self._arrow(self.image_fields[j], values)
 
     def flush(self) -> pa.RecordBatch | None:
         n = self.rows
@@ -385,6 +418,8 @@ class BatchBuilder:
                 run_ends, pa.array(values, type)))
 
         def strings(values, filled):
+            if isinstance(values, pa.Array):
+                return values
             return pa.array(values, pa.string()) if filled else pa.nulls(n, pa.string())
 
         row = pa.array(self.s_row, SOURCE_ROW_TYPE)
@@ -414,6 +449,8 @@ class BatchBuilder:
         return batch
 
     def _image_array(self, image, op, no_image, filled: bool) -> pa.Array:
+        if isinstance(image, pa.Array):     # read_batch's
+            return image
         if self.typed:
             # null structs where the op has no such image (r: a snapshot row, t: a truncate)
             return self._typed_array(image, mask=pc.is_in(op, pa.array(no_image, pa.string())))

@@ -57,6 +57,7 @@ from cdc.snapshot.progress import SnapshotProgress
 from cdc.snapshot.reader import SnapshotChunkReader, connect_for_snapshot
 
 from streaming.source.batches import BatchBuilder, record_batches
+from streaming.source.snapshot_columns import JsonImages, TypedImages
 from streaming.source.spark_errors import user_errors
 
 __all__ = ["KEY", "in_snapshot", "initial_offset", "next_state", "with_state", "after_data_loss",
@@ -332,11 +333,33 @@ def read_chunk(opts, schema, typed_columns, chunk: SnapshotChunk) -> Iterator:
         with SnapshotChunkReader(conn, chunk.table, chunk.after, chunk.upto,
                                  config=config) as reader:
             builder = BatchBuilder(schema, typed_columns)
-            yield from record_batches([_ChunkRows(reader, tmap, chunk.replace)], builder)
+            rows = _ChunkRows(reader, tmap, chunk.replace)
+            if chunk.replace:       # an op t record first
+                yield from record_batches([rows], builder)
+            else:
+                yield from _column_batches(reader, tmap, rows, builder)
             log.info("%s: %d rows at %s (%s)", chunk, reader.rows, reader.position.position,
                      "exact" if reader.position.exact else "not exact")
     finally:
         conn.close()
+
+
+def _column_batches(reader: SnapshotChunkReader, tmap: TableMap, tx: _ChunkRows,
+                    builder: BatchBuilder) -> Iterator:
+    """A chunk's batches, each fetched batch of rows converted column by column
+    (:mod:`streaming.source.snapshot_columns`): the rows
+    :func:`~streaming.source.batches.record_batches` gives for the converted rows."""
+    names, key = tmap.column_names, tmap.primary_key
+    if builder.typed:
+        images = TypedImages(tmap.columns, names, key, builder.names, builder.image_fields,
+                             builder.typed_child)
+    else:
+        images = JsonImages(tmap.columns, names, key)
+    index = 0
+    for raw in reader.raw_batches():
+        after, keys = images.images(raw)
+        yield builder.read_batch(tx, tmap, index, after, keys)
+        index += len(raw)
 
 
 @user_errors

@@ -217,3 +217,44 @@ def test_a_transaction_owning_its_gtid_holds_the_chunk_back(server, mariadb_fact
     assert p.exact and waited >= 0.5 and TRIES["pymysql"] == 2, (p, waited, TRIES)
     assert [r[2] for r in rows] == ["n"] * 10 + ["owner"]
     assert (p.position.file, p.position.pos) == mariadb.current_position()
+
+
+def test_text_protocol_reader_long_values_and_early_stop(server, db):
+    """cdc.snapshot.textrows (the chunk reader's PyMySQL path) against PyMySQL's own fetch:
+    values on each side of the length-coding steps (251, 65536, 2^24 bytes; a row longer than
+    one 16 MiB packet), NULLs, empty strings; a read stopped after its first batch leaves the
+    connection usable (the rest is drained)."""
+    import pymysql.cursors
+    from cdc.replica.sql import connect as plain_connect
+    from cdc.snapshot.textrows import pymysql_batches
+    from cdc.snapshot.values import raw_connect_kwargs
+    server.execute("SET GLOBAL max_allowed_packet = 67108864")
+    lengths = [0, 1, 250, 251, 252, 65535, 65536, 70000, (1 << 24) - 1, 1 << 24, 20_000_000]
+    server.execute("CREATE TABLE t (id INT PRIMARY KEY, a LONGBLOB, b VARCHAR(10))", database=db)
+    for i, n in enumerate(lengths):
+        server.execute(f"INSERT INTO t VALUES ({i}, REPEAT(CHAR(65 + {i % 26}), {n}), "
+                       f"{'NULL' if i % 3 else repr(str(i))})", database=db)
+    server.execute(f"INSERT INTO t VALUES (100, NULL, '')", database=db)
+    conn = plain_connect(_config(server), cursorclass=pymysql.cursors.SSCursor,
+                         **raw_connect_kwargs())
+    try:
+        sql = f"SELECT id, a, b, id FROM `{db}`.t ORDER BY id"
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            want = list(cur.fetchall())
+        assert [len(r[1]) if r[1] is not None else None for r in want] == lengths + [None]
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            got = [list(b) for b in pymysql_batches(cur, 2)]
+        assert [len(b) for b in got] == [2] * 6
+        assert [r for b in got for r in b] == want
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            batches = pymysql_batches(cur, 2)
+            assert next(batches) == want[:2]
+            batches.close()                     # stopped early: the rest drained
+        with conn.cursor() as cur:
+            cur.execute("SELECT 7")
+            assert list(cur.fetchall()) == [(b"7",)]
+    finally:
+        conn.close()

@@ -32,6 +32,7 @@ from cdc.replica.metadata import read_columns
 from cdc.replica.sql import fetch_rows
 from cdc.rows import backend
 from cdc.snapshot.reader import CLIENTS, connect_for_snapshot
+from cdc.snapshot.textrows import pymysql_batches
 from cdc.snapshot.values import SESSION_SQL, row_converter, select_list
 from cdc.values.render import compile_json_renderer, row_json
 from tests.support import type_matrix as M
@@ -143,6 +144,7 @@ class World:
         self.binlog: dict = {}      # decoder -> {table: (table-map columns, {id: after image})}
         # client library -> {table: (column defs, {id: converted row})}
         self.snapshot: dict = {c: {} for c in CLIENTS}
+        self.raw: dict = {c: {} for c in CLIENTS}      # the same rows as the client read them
 
     def from_binlog(self, decoder: str) -> dict:
         if decoder not in self.binlog:
@@ -160,14 +162,15 @@ class World:
         return self.binlog[decoder]
 
 
-def _read_snapshot(server, client: str, query, tables, out: dict) -> None:
+def _read_snapshot(server, client: str, query, tables, out: dict, raw: dict) -> None:
     """The tables read by *client*'s chunk connection (:func:`connect_for_snapshot`): session
-    settings SESSION_SQL has to undo first, then SESSION_SQL again."""
+    settings SESSION_SQL has to undo first, then SESSION_SQL again; *raw*: the rows as the
+    client returned them."""
     p = server.cdc_params()
-    raw = connect_for_snapshot(ReplicaConfig(p["host"], p["port"], p["user"], p["password"]),
-                               client)
+    conn = connect_for_snapshot(ReplicaConfig(p["host"], p["port"], p["user"], p["password"]),
+                                client)
     try:
-        rc = raw.cursor()
+        rc = conn.cursor()
         rc.execute("SET SESSION sql_mode = 'PAD_CHAR_TO_FULL_LENGTH'")
         rc.execute("SET SESSION time_zone = '+05:30'")
         rc.execute("SET SESSION character_set_results = utf8mb4")
@@ -177,9 +180,14 @@ def _read_snapshot(server, client: str, query, tables, out: dict) -> None:
             defs = [s.column_def(i) for i, s in enumerate(read_columns(query, DB, t.name))]
             rc.execute(f"SELECT {select_list(defs)} FROM `{DB}`.`{t.name}` ORDER BY 1")
             convert = row_converter(defs)
-            out[t.name] = (defs, {r[0]: r for r in map(convert, rc.fetchall())})
+            raw_rows = rc.fetchall()
+            out[t.name] = (defs, {r[0]: r for r in map(convert, raw_rows)})
+            raw[t.name] = raw_rows
+            if client == "pymysql":     # the same rows by cdc.snapshot.textrows, 7 at a time
+                rc.execute(f"SELECT {select_list(defs)} FROM `{DB}`.`{t.name}` ORDER BY 1")
+                raw[("textrows", t.name)] = [list(b) for b in pymysql_batches(rc, 7)]
     finally:
-        raw.close()
+        conn.close()
 
 
 def _workload(server, tables_of) -> World:
@@ -207,7 +215,7 @@ def _workload(server, tables_of) -> World:
         for client in CLIENTS:
             if client == "mysqlclient" and not MYSQLCLIENT:
                 continue
-            _read_snapshot(server, client, query, tables, w.snapshot[client])
+            _read_snapshot(server, client, query, tables, w.snapshot[client], w.raw[client])
     finally:
         conn.close()
     return w
@@ -247,6 +255,14 @@ def _table_name(group: str) -> str:
     return "cs_" + group.removeprefix("charset-") if group.startswith("charset-") else group
 
 
+def _group_table(world, group: str) -> str:
+    """The table of *group* (skipped when the server has no such charset or type table)."""
+    name = _table_name(group)
+    if name not in world.tables:
+        pytest.skip(f"{group}: not in this server's SHOW CHARACTER SET (or type matrix)")
+    return name
+
+
 try:
     import MySQLdb  # noqa: F401
     MYSQLCLIENT = True
@@ -271,9 +287,7 @@ def decoder(request):
 
 @pytest.mark.parametrize("group", GROUPS)
 def test_snapshot_row_equals_binlog_row(world, decoder, client, group):
-    name = _table_name(group)
-    if name not in world.tables:
-        pytest.skip(f"{group}: not in this server's SHOW CHARACTER SET (or type matrix)")
+    name = _group_table(world, group)
     _check_table(world, decoder, client, name)
 
 
@@ -308,6 +322,57 @@ def _check_table(world, decoder, client, name):
     assert [row_json(names, snap[k], defs) for k in keys] == want_json
     assert compile_json_renderer(defs, names)([snap[k] for k in keys]) == want_json
     assert compile_json_renderer(tmap_cols, names)([binlog[k] for k in keys]) == want_json
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_columnar_json_images_equal_row_json(world, client, group):
+    """The snapshot's column-by-column JSON images (streaming.source.snapshot_columns, the
+    Spark source's path) of the rows as the client read them are the compiled renderer's texts
+    of the converted rows, keys too; in batches of 7 rows as well (a column takes the fast or
+    the exact path per batch)."""
+    pytest.importorskip("pyarrow")
+    from streaming.source.snapshot_columns import JsonImages
+    name = _group_table(world, group)
+    defs = world.snapshot[client][name][0]
+    raw = world.raw[client][name]
+    rows = list(map(row_converter(defs), raw))
+    names = [c.name for c in defs]
+    want = compile_json_renderer(defs, names)(rows)
+    want_key = compile_json_renderer(defs, names, [0])(rows)
+    images = JsonImages(defs, names, [0])
+    after, key = images.images(raw)
+    assert after.to_pylist() == want
+    assert key.to_pylist() == want_key
+    got = [t for k in range(0, len(raw), 7) for t in images.images(raw[k:k + 7])[0].to_pylist()]
+    assert got == want
+
+
+@pytest.mark.parametrize("typed", [False, True], ids=["json", "typed"])
+@pytest.mark.parametrize("group", GROUPS)
+def test_column_path_batches_equal_row_path(world, client, group, typed):
+    """The Spark source's snapshot batches (streaming.source.snapshot: each fetched batch
+    column by column) equal the row path's (row_converter -> BatchBuilder) in every field, JSON
+    envelope and typed, on the rows as the client read them; in batches of 7 rows as well."""
+    pytest.importorskip("pyspark")
+    from tests.support.snapshot_paths import both_paths
+    name = _group_table(world, group)
+    defs = world.snapshot[client][name][0]
+    raw = world.raw[client][name]
+    for rows_per_batch in (8192, 7):
+        old, new = both_paths(defs, raw, typed=typed, rows_per_batch=rows_per_batch)
+        assert old.num_rows == new.num_rows == len(raw)
+        for field in old.column_names:
+            assert old[field].combine_chunks().equals(new[field].combine_chunks()), field
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_text_protocol_reader_equals_pymysql(world, group):
+    """cdc.snapshot.textrows (the chunk reader's PyMySQL path) parses every row of the matrix
+    into exactly the bytes PyMySQL's own fetch gives, in batches of 7 rows."""
+    name = _group_table(world, group)
+    batches = world.raw["pymysql"][("textrows", name)]
+    assert all(len(b) == 7 for b in batches[:-1]) and 0 < len(batches[-1]) <= 7
+    assert [r for b in batches for r in b] == list(world.raw["pymysql"][name])
 
 
 def test_the_matrix_is_not_vacuous(world, decoder, client):
