@@ -5,8 +5,8 @@ do) and typed mode (option ``table``: row images as structs). Each stream runs a
 server and ends equal to its ``SELECT *`` (columns, names and order, and rows).
 
 The streams run in this process (one Spark session for the module), every batch under
-:func:`tests.support.no_collect.no_image_collect`. Iceberg tables live in an in-memory Iceberg
-catalog (``InMemoryCatalog``: it renames tables; a Hadoop catalog cannot).
+:func:`tests.support.no_collect.no_image_collect`. Iceberg tables live in an Iceberg JDBC catalog
+(on SQLite): it renames tables, which a Hadoop catalog cannot.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from tests.support.spark_support import fresh_database, select_all, source_optio
 pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow,
               pytest.mark.servers("mariadb-10.11", "mysql-9.7")]
 
-CATALOG = "mem"
+CATALOG = "cat"
+SQLITE = "org.xerial:sqlite-jdbc:3.46.1.3"     # the JDBC catalog's database
 
 
 def _formats() -> list[str]:
@@ -46,12 +47,16 @@ def merge_spark(tmp_path_factory):
     if not formats:
         needs_connector("delta")        # skips with the reason
     warehouse = str(tmp_path_factory.mktemp("warehouse"))
-    spark = local_spark("spark-merge-ddl", formats=formats, warehouse=warehouse)
-    if "iceberg" in formats:
+    iceberg = "iceberg" in formats
+    spark = local_spark("spark-merge-ddl", formats=formats, warehouse=warehouse,
+                        packages=[SQLITE] if iceberg else ())
+    if iceberg:
         cat = f"spark.sql.catalog.{CATALOG}"
         spark.conf.set(cat, "org.apache.iceberg.spark.SparkCatalog")
-        spark.conf.set(f"{cat}.catalog-impl", "org.apache.iceberg.inmemory.InMemoryCatalog")
-        spark.conf.set(f"{cat}.warehouse", warehouse + "/mem")
+        spark.conf.set(f"{cat}.type", "jdbc")
+        spark.conf.set(f"{cat}.uri", f"jdbc:sqlite:{warehouse}/catalog.db")
+        spark.conf.set(f"{cat}.jdbc.schema-version", "V1")     # (Spark asks about views too)
+        spark.conf.set(f"{cat}.warehouse", warehouse + "/jdbc")
     yield spark, formats
     spark.stop()
 
