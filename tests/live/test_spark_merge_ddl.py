@@ -71,7 +71,8 @@ class Stream:
     """The binlog-cdc stream of *db* from the position at creation into a SparkMerge of
     *fmt*, run to the end of what there is by :meth:`run` (one checkpoint: each run resumes)."""
 
-    def __init__(self, merge_spark, server, tmp_path, fmt: str, db: str, **options):
+    def __init__(self, merge_spark, server, tmp_path, fmt: str, db: str, target=None,
+                 **options):
         from streaming.sinks.spark import SparkMerge
         self.spark, formats = merge_spark
         if fmt not in formats:
@@ -82,7 +83,9 @@ class Stream:
         if "table" in options:
             del self.options["includeTables"]
         p = server.cdc_params()
-        self.sink = SparkMerge(str(tmp_path / "delta") if fmt == "delta" else CATALOG,
+        if target is None:
+            target = str(tmp_path / "delta") if fmt == "delta" else CATALOG
+        self.sink = SparkMerge(target,
                                format=fmt, app_id=f"ddl-{db}", host=p["host"], port=p["port"],
                                user=p["user"], password=p["password"])
 
@@ -150,6 +153,26 @@ def test_spark_merge_ddl_rename_table_equals_select(merge_spark, server, tmp_pat
         assert s.target("a2").count() == 0
     else:
         assert not s.spark.catalog.tableExists(f"{CATALOG}.{db}.a2")
+
+
+@pytest.mark.compat("SparkMerge into Iceberg: RENAME TABLE refused by a Hadoop catalog")
+def test_spark_merge_ddl_iceberg_hadoop_catalog_refuses_renames(merge_spark, server,
+                                                                 tmp_path):
+    from streaming.apps.local_spark import ICEBERG_CATALOG
+    db = fresh_database(server, "smddl_hadoop")
+    run_sql(server, db, ["CREATE TABLE a (id INT PRIMARY KEY, v INT)"])
+    s = Stream(merge_spark, server, tmp_path, "iceberg", db, target=ICEBERG_CATALOG,
+               includeSchemaChanges="true")
+    run_sql(server, db, ["INSERT INTO a VALUES (1, 1), (2, 2)"])
+    s.run()
+    run_sql(server, db, ["RENAME TABLE a TO b", "INSERT INTO b VALUES (3, 3)"])
+    with pytest.raises(Exception) as e:
+        s.run()
+    text = str(e.value)
+    assert "SchemaError: SparkMerge: smddl_hadoop.b is renamed from smddl_hadoop.a in the " \
+           "source, and the Iceberg catalog cannot rename" in text, text
+    assert "use a catalog that renames tables" in text and "re-snapshot the table" in text, text
+    assert sorted(tuple(r) for r in s.target("a").collect()) == [(1, 1), (2, 2)]
 
 
 @pytest.mark.parametrize("fmt", fmt_params("column types widened"))
