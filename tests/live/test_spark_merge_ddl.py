@@ -105,6 +105,13 @@ class Stream:
         finally:
             q.stop()
 
+    def refused(self, statements) -> str:
+        """Run *statements* on the source, then the stream, which must fail: its message."""
+        run_sql(self.server, self.db, statements)
+        with pytest.raises(Exception) as e:
+            self.run()
+        return str(e.value)
+
     def target(self, table: str):
         return self.spark.table(self.sink.name_of(self.db, table))
 
@@ -165,10 +172,7 @@ def test_spark_merge_ddl_iceberg_hadoop_catalog_refuses_renames(merge_spark, ser
                includeSchemaChanges="true")
     run_sql(server, db, ["INSERT INTO a VALUES (1, 1), (2, 2)"])
     s.run()
-    run_sql(server, db, ["RENAME TABLE a TO b", "INSERT INTO b VALUES (3, 3)"])
-    with pytest.raises(Exception) as e:
-        s.run()
-    text = str(e.value)
+    text = s.refused(["RENAME TABLE a TO b", "INSERT INTO b VALUES (3, 3)"])
     assert "SchemaError: SparkMerge: smddl_hadoop.b is renamed from smddl_hadoop.a in the " \
            "source, and the Iceberg catalog cannot rename" in text, text
     assert "use a catalog that renames tables" in text and "re-snapshot the table" in text, text
@@ -205,10 +209,7 @@ def test_spark_merge_ddl_type_change_refused_with_what_to_do(merge_spark, server
     s = Stream(merge_spark, server, tmp_path, fmt, db, includeSchemaChanges="true")
     run_sql(server, db, ["INSERT INTO x VALUES (1, 1), (2, 2)"])
     s.run()
-    run_sql(server, db, ["ALTER TABLE x MODIFY n VARCHAR(10)", "INSERT INTO x VALUES (3, 'c')"])
-    with pytest.raises(Exception) as e:
-        s.run()
-    text = str(e.value)
+    text = s.refused(["ALTER TABLE x MODIFY n VARCHAR(10)", "INSERT INTO x VALUES (3, 'c')"])
     assert "SchemaError" in text and "column n is int in" in text, text
     assert "cannot take the source's columns" in text and "nothing was written" in text, text
     assert "re-snapshot the table" in text, text
