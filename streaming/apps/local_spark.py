@@ -160,6 +160,12 @@ def connector(fmt: str, spark_version: str | None = None) -> str:
     return found
 
 
+def _ivy_cache() -> str:
+    """Where the sessions' Maven packages are fetched to (once)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "binlog-cdc", "ivy")
+
+
 def format_settings(formats, warehouse: str | None = None) -> dict[str, str]:
     """The settings of a session that writes *formats* (``delta``, ``iceberg``): the
     connectors' jars (``spark.jars.packages``, fetched once into ``~/.cache/binlog-cdc/ivy``),
@@ -172,9 +178,8 @@ def format_settings(formats, warehouse: str | None = None) -> dict[str, str]:
     if unknown:
         from cdc.errors import ConfigurationError
         raise ConfigurationError(f"table formats {unknown}: use delta and/or iceberg")
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     out = {"spark.jars.packages": ",".join(connector(f) for f in formats),
-           "spark.jars.ivy": os.path.join(cache, "binlog-cdc", "ivy")}
+           "spark.jars.ivy": _ivy_cache()}
     ext = []
     if "delta" in formats:
         ext.append("io.delta.sql.DeltaSparkSessionExtension")
@@ -192,13 +197,18 @@ def format_settings(formats, warehouse: str | None = None) -> dict[str, str]:
 
 
 def local_spark(app_name: str = "binlog-cdc", cores: int = 2, formats=(),
-                warehouse: str | None = None):
+                warehouse: str | None = None, packages=()):
     """``local[cores]``, no UI or console progress bars, UTC session time zone, 2 shuffle
     partitions, Python workers on this interpreter (through :func:`worker_python`'s launcher
     unless ``PYSPARK_PYTHON`` names one), a quiet start (:func:`quiet_start`), log level ERROR
     once started, the checkpoint writer of :data:`FILE_SYSTEM_CHECKPOINTS` (its checkpoints
-    are local). *formats*: the table formats it writes with Spark (:func:`format_settings`)."""
+    are local). *formats*: the table formats it writes with Spark (:func:`format_settings`);
+    *packages*: more Maven coordinates for its classpath (e.g. a catalog's JDBC driver)."""
     settings = format_settings(formats, warehouse)
+    if packages:
+        jars = [settings["spark.jars.packages"]] if settings.get("spark.jars.packages") else []
+        settings["spark.jars.packages"] = ",".join(jars + list(packages))
+        settings.setdefault("spark.jars.ivy", _ivy_cache())
     if "PYSPARK_PYTHON" not in os.environ:     # (setdefault would build the launcher anyway)
         os.environ["PYSPARK_PYTHON"] = worker_python()
     from pyspark.sql import SparkSession

@@ -34,7 +34,7 @@ from cdc.values.types import ColumnDef
 
 __all__ = ["OP_COLUMN", "RANK_CHANGE", "RANK_MOVED_AWAY", "merge_clauses", "refuse_keyless",
            "record_columns", "implicit_default", "Shape", "Step", "TableEvents", "TablePlan",
-           "plan_table", "RESNAPSHOT"]
+           "plan_table", "RESNAPSHOT", "Moves", "table_moves", "split_name"]
 
 OP_COLUMN = "_cdc_op"     # the change kind carried next to the columns in the MERGE source
 RANK_MOVED_AWAY = 0       # the delete of an update's old key
@@ -250,15 +250,19 @@ class TablePlan:
             name = src
         return Origin(name)
 
-    def check_types(self, types: dict[str, str], where: str, same: Callable) -> None:
+    def check_types(self, types: dict[str, str], where: str, same: Callable,
+                    hint: str = "") -> None:
         """SchemaError when a target column's type (*types*: name -> the target's type) is not
-        the final shape's (*same(column, type)*)."""
+        the final shape's (*same(column, type)*); *hint*: why the target cannot change it."""
+        specs = self.final.specs or [None] * len(self.final.columns)
         bad = [f"column {c.name} is {types[c.name]} in {where} but "
-               f"{c.column_type or c.real_type} in the source" for c in self.final.columns
+               f"{spec['type'] if spec else c.type_name.lower()} in the source"
+               for c, spec in zip(self.final.columns, specs)
                if c.name in types and not same(c, types[c.name])]
         if bad:
             raise SchemaError(f"{where} cannot take the source's columns: " + "; ".join(bad)
-                              + f"; {RESNAPSHOT}")
+                              + (f" ({hint})" if hint else "") + f"; nothing was written; "
+                              f"{RESNAPSHOT}")
 
 
 def plan_table(ev: TableEvents, before: tuple | None, known: Callable[[], tuple]) -> TablePlan:
@@ -276,13 +280,10 @@ def plan_table(ev: TableEvents, before: tuple | None, known: Callable[[], tuple]
         if op == "t":
             plan.cut, plan.steps = seq, []
             continue
-        plan.has_ddl = True
         kind = str(rec.get("type") or "").upper()
-        if rec.get("renamed_from"):
-            raise SchemaError(
-                f"SparkMerge: {ev.db}.{ev.table} is renamed from {rec['renamed_from']} by "
-                f"{rec.get('ddl')!r}; SparkMerge does not move a table's rows to a new name: "
-                f"use DeltaUpserter, or {RESNAPSHOT}")
+        if rec.get("renamed_from") and rec.get("columns") is None:
+            continue                    # moved as it is (table_moves); its shape not known
+        plan.has_ddl = True
         if kind == "DROP":
             plan.cut, plan.steps, plan.renaming = seq, [], []
             shape, prev = None, None
@@ -303,3 +304,79 @@ def plan_table(ev: TableEvents, before: tuple | None, known: Callable[[], tuple]
         shape = Shape.of_columns(columns, key)
     plan.final = shape
     return plan
+
+
+# --- tables renamed -------------------------------------------------------------------------------
+
+
+def split_name(name: str, db: str) -> tuple[str, str]:
+    """``(db, table)`` of a record's ``renamed_from`` (``db.t``, or ``t`` in *db*)."""
+    if "." in name:
+        d, t = name.split(".", 1)
+        return d, t
+    return db, name
+
+
+class Moves(NamedTuple):
+    """The RENAME TABLEs of a batch (:func:`table_moves`): ``moves``: ``[(seq, old, new)]`` in
+    ``seq`` order (names ``(db, table)``); ``spans``: ``{name: [(since, upto, final)]}``: the
+    changes of *name* with ``since <= seq < upto`` (None: no bound) belong to the table that
+    ends the batch as *final*; ``vacated``: names renamed away and not taken again."""
+
+    moves: list
+    spans: dict
+    vacated: list
+
+    def final(self, name: tuple, seq: str) -> tuple:
+        """The name at the end of the batch of the table *name* had at *seq*."""
+        for since, upto, final in self.spans.get(name, ()):
+            if (since is None or seq >= since) and (upto is None or seq < upto):
+                return final
+        return name
+
+
+def table_moves(tables: list[TableEvents]) -> Moves:
+    """Follow the batch's tables through its RENAME TABLEs (records with ``renamed_from``; the
+    record is its new name's): the changes a table had under an old name, before the rename,
+    belong to it under the name it ends the batch with. A DROP or CREATE starts a new table of
+    that name. (Exactly one name per table at any seq.)"""
+    events = sorted((seq, (t.db, t.table), op, rec) for t in tables for seq, op, rec in t.events)
+    bearer: dict[tuple, list] = {}          # name -> [its final name] (one list per table)
+    start: dict[tuple, str | None] = {}
+    spans: dict[tuple, list] = {}
+    moves, vacated = [], set()
+
+    def close(name, seq):
+        if name in bearer:
+            spans.setdefault(name, []).append((start.get(name), seq, bearer.pop(name)))
+
+    def table(name):
+        return bearer.setdefault(name, [name])
+
+    for seq, name, op, rec in events:
+        if op != "s":
+            continue
+        kind = str(rec.get("type") or "").upper()
+        if rec.get("renamed_from"):
+            old = split_name(str(rec["renamed_from"]), name[0])
+            line = table(old)
+            close(old, seq)
+            vacated.add(old)
+            close(name, seq)
+            bearer[name], start[name] = line, seq
+            line[0] = name
+            vacated.discard(name)
+            moves.append((seq, old, name))
+        elif kind in ("DROP", "CREATE"):
+            close(name, seq)
+            bearer[name], start[name] = [name], seq
+            if kind == "CREATE":
+                vacated.discard(name)
+    for name in list(bearer):
+        close(name, None)
+    out = {}
+    for name, parts in spans.items():
+        moved = [(a, u, line[0]) for a, u, line in parts if line[0] != name]
+        if moved:
+            out[name] = moved
+    return Moves(moves, out, sorted(vacated))

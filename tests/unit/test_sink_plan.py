@@ -8,7 +8,7 @@ import pytest
 
 from cdc.errors import ConfigurationError, SchemaError
 from streaming.sinks.plan import (OP_COLUMN, Origin, TableEvents, merge_clauses, plan_table,
-                                  refuse_keyless)
+                                  record_columns, refuse_keyless, table_moves)
 
 
 def col(name, type_="int", nullable=True, default=None, expr=False):
@@ -71,7 +71,6 @@ def test_the_last_truncate_cuts_and_drop_create_start_over():
 
 
 def test_without_records_the_table_definition_is_asked():
-    from streaming.sinks.plan import record_columns
     plan = plan_table(TableEvents("d", "t", [("0002", "t", None)]), None,
                       lambda: (record_columns({"columns": V1}), ["id"]))
     assert plan.cut == "0002" and not plan.has_ddl and plan.final.names == ["id", "v"]
@@ -80,9 +79,6 @@ def test_without_records_the_table_definition_is_asked():
 def test_refusals():
     with pytest.raises(ConfigurationError, match="d.t has no primary key"):
         refuse_keyless("SparkMerge", "d", "t", [])
-    with pytest.raises(SchemaError, match="renamed from d.old"):
-        plan_table(TableEvents("d", "t", [("0001", "s", rec("RENAME", V1, renamed_from="d.old"))]),
-                   None, never)
     with pytest.raises(SchemaError, match="no column list"):
         plan_table(TableEvents("d", "t", [("0001", "s", rec("ALTER", None))]), None, never)
 
@@ -92,3 +88,61 @@ def test_merge_clauses():
                                     ("update", f"s.{OP_COLUMN} <> 'd'"),
                                     ("insert", f"s.{OP_COLUMN} <> 'd'")]
     assert merge_clauses(True)[-1] == ("delete_unmatched", None)
+
+
+def test_a_rename_record_is_a_step_of_its_new_name():
+    plan = plan_table(TableEvents("d", "t", [("0001", "s", rec("RENAME", V1,
+                                                                 renamed_from="d.old"))]),
+                      (V1, ["id"]), never)
+    assert plan.has_ddl and plan.final.names == ["id", "v"] and plan.cut is None
+    # a rename of a table whose shape is not known: moved as it is, no step
+    plan = plan_table(TableEvents("d", "t", [("0001", "s", rec("RENAME", None,
+                                                                 renamed_from="d.old"))]),
+                      None, lambda: (record_columns({"columns": V1}), ["id"]))
+    assert not plan.has_ddl and plan.final.names == ["id", "v"]
+
+
+def test_table_moves_follow_a_table_through_its_renames():
+    """a -> a2 -> a3 in one batch, and a new table a made after the first rename: a's changes
+    before the rename and a2's before the second belong to a3; a2 is vacated, a is not."""
+    moves = table_moves([
+        TableEvents("d", "a", [("0001", "t", None), ("0006", "s", rec("CREATE", V1))]),
+        TableEvents("d", "a2", [("0004", "s", rec("RENAME", V1, renamed_from="d.a"))]),
+        TableEvents("d", "a3", [("0008", "s", rec("RENAME", V1, renamed_from="a2"))])])
+    assert moves.moves == [("0004", ("d", "a"), ("d", "a2")), ("0008", ("d", "a2"), ("d", "a3"))]
+    assert moves.vacated == [("d", "a2")]
+    final = moves.final
+    assert final(("d", "a"), "0001") == final(("d", "a"), "0003") == ("d", "a3")
+    assert final(("d", "a"), "0005") == ("d", "a")          # (no table then) and after CREATE:
+    assert final(("d", "a"), "0006") == final(("d", "a"), "0099") == ("d", "a")
+    assert final(("d", "a2"), "0004") == final(("d", "a2"), "0007") == ("d", "a3")
+    assert final(("d", "a3"), "0008") == ("d", "a3")
+    # a swap a -> tmp, b -> a, tmp -> b
+    moves = table_moves([
+        TableEvents("d", "tmp", [("0002", "s", rec("RENAME", V1, renamed_from="d.a"))]),
+        TableEvents("d", "a", [("0001", "t", None), ("0003", "s", rec("RENAME", V1,
+                                                                      renamed_from="d.b"))]),
+        TableEvents("d", "b", [("0001", "t", None), ("0004", "s", rec("RENAME", V1,
+                                                                      renamed_from="d.tmp"))])])
+    assert moves.final(("d", "a"), "0001") == ("d", "b")
+    assert moves.final(("d", "b"), "0001") == ("d", "a")
+    assert moves.vacated == [("d", "tmp")]
+    assert table_moves([TableEvents("d", "t", [("0001", "s", rec("ALTER", V1))])]) == (
+        [], {}, [])
+
+
+def test_check_types_names_the_column_both_types_and_what_to_do():
+    same = (lambda c, have: have == ("int" if c.name == "id" else "string"))
+    plan = plan_table(TableEvents("d", "t", [("0001", "s", rec("ALTER", V1))]), (V1, ["id"]),
+                      never)
+    plan.check_types({"id": "int", "v": "string"}, "T", same)
+    with pytest.raises(SchemaError) as e:
+        plan.check_types({"id": "int", "v": "int"}, "T", same, hint="T widens only")
+    assert str(e.value) == ("T cannot take the source's columns: column v is int in T but "
+                            "varchar(10) in the source (T widens only); nothing was written; "
+                            "re-snapshot the table into a new target table (the source's option "
+                            "signalTable, docs/snapshot.md), or migrate the target table by hand")
+    plan = plan_table(TableEvents("d", "t", []), None,
+                      lambda: (record_columns({"columns": V1}), ["id"]))
+    with pytest.raises(SchemaError, match="column v is int in T but varchar in the source"):
+        plan.check_types({"v": "int"}, "T", same)

@@ -46,7 +46,7 @@ from cdc.values.render import to_json_text
 
 from streaming.contract.envelope import SCHEMA_CHANGE
 from streaming.sinks.delta.types import parse_image
-from streaming.sinks.plan import RESNAPSHOT, Shape, Step, record_columns
+from streaming.sinks.plan import RESNAPSHOT, Shape, Step, record_columns, split_name
 
 __all__ = ["SCHEMA_CHANGE", "DDL_SUFFIX", "apply_schema_changes", "record_columns",
            "delta_shape"]
@@ -194,13 +194,6 @@ class _Lineage:
 # --- the plan -------------------------------------------------------------------------------------
 
 
-def _split(name: str, db: str) -> tuple[str, str]:
-    if "." in name:
-        d, t = name.split(".", 1)
-        return d, t
-    return db, name
-
-
 class _Planner:
     def __init__(self, up, batch_id: int):
         self.up, self.batch_id = up, batch_id
@@ -248,7 +241,7 @@ class _Planner:
             self.lineages.append(line)
             self.bearer[name] = line
         elif rec.get("renamed_from"):
-            src = _split(str(rec["renamed_from"]), db)
+            src = split_name(str(rec["renamed_from"]), db)
             line = self.lineage(src)
             del self.bearer[src]
             self.vacated[src] = seq
@@ -305,7 +298,7 @@ def apply_schema_changes(up, changes: pa.Table, batch_id: int) -> pa.Table:
             recs[i] = rec
             touched.add((dbs[i], tables[i]))
             if rec.get("renamed_from"):
-                touched.add(_split(str(rec["renamed_from"]), dbs[i]))
+                touched.add(split_name(str(rec["renamed_from"]), dbs[i]))
     owner: dict[int, tuple[_Lineage, int]] = {}
     for i in sorted(range(len(ops)), key=seqs.__getitem__):
         name = (dbs[i], tables[i])

@@ -1,6 +1,7 @@
 """Tables written with Spark's own MERGE, on the executors: :mod:`.merge`
 (:class:`SparkMerge`, for ``foreachBatch``: Delta through delta-spark, Iceberg through its Spark
-runtime), :mod:`.values` (JSON row images as Spark columns of the target's types)."""
+runtime), :mod:`.targets` (the target tables and their formats' writes), :mod:`.values` (row
+images as Spark columns of the target's types)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Row-image values as Spark columns, for :class:`streaming.sinks.spark.merge.SparkMerge`: the JSON
-images (``before``/``after`` texts) read on the executors into the target's column types --
+images (``before``/``after`` texts), or typed mode's structs, read on the executors into the
+target's column types (and which type changes a format makes in place: :func:`widens`) --
 the types of :mod:`streaming.sinks.delta.types` (typed mode's, ``TIME`` as text), with the same
 values as its converters give.
 
@@ -15,9 +16,20 @@ from __future__ import annotations
 from cdc.binlog.constants import ColumnType as T
 from cdc.values.types import ColumnDef
 
-from streaming.sinks.delta.types import delta_spark_type, json_converter, parse_image
+from streaming.sinks.delta.types import (delta_spark_type, json_converter, parse_image,
+                                         typed_converter)
 
-__all__ = ["final_columns", "fill_value", "spark_ddl_type", "same_type"]
+__all__ = ["final_columns", "fill_value", "spark_ddl_type", "same_type", "widens", "WIDENINGS"]
+
+#: the type changes each format makes in place (as the users' docs say them)
+WIDENINGS = {
+    "delta": "with type widening: tinyint -> smallint -> int -> bigint, float -> double, "
+             "an integer or float -> double, an integer -> a decimal with room for it, a "
+             "decimal to more digits on both sides of the point, date -> timestamp_ntz",
+    "iceberg": "int -> bigint, float -> double, a decimal to a larger precision of the same "
+               "scale"}
+_INTEGERS = ("tinyint", "smallint", "int", "bigint")
+_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 20}
 
 
 def spark_ddl_type(col: ColumnDef) -> str:
@@ -30,6 +42,37 @@ def same_type(col: ColumnDef, have: str) -> bool:
     are (Iceberg stores byte and short as int)."""
     want = spark_ddl_type(col)
     return have == want or (have == "int" and want in ("tinyint", "smallint"))
+
+
+def _decimal(t: str):
+    if not t.startswith("decimal("):
+        return None
+    p, s = t[len("decimal("):-1].split(",")
+    return int(p), int(s)
+
+
+def widens(fmt: str, have: str, want: str) -> bool:
+    """Whether *fmt* (delta / iceberg) changes a column of type *have* to *want* in place
+    (``simpleString`` types; Delta's type widening, Iceberg's type promotions)."""
+    if have == want:
+        return True
+    dh, dw = _decimal(have), _decimal(want)
+    if fmt == "iceberg":                    # (it stores tinyint and smallint as int)
+        small = ("tinyint", "smallint", "int")
+        if have in small:
+            return want in small or want == "bigint"
+        if dh and dw:
+            return dw[1] == dh[1] and dw[0] >= dh[0]
+        return (have, want) == ("float", "double")
+    if have in _INTEGERS:
+        if want in _INTEGERS:
+            return _INTEGERS.index(want) > _INTEGERS.index(have)
+        if dw:
+            return dw[0] - dw[1] >= _DIGITS[have]
+        return want == "double" and have != "bigint"
+    if dh and dw:
+        return dw[0] >= dh[0] and dw[1] >= dh[1] and dw[0] - dw[1] >= dh[0] - dh[1]
+    return (have, want) in (("float", "double"), ("date", "timestamp_ntz"))
 
 
 def _udf_kind(col: ColumnDef, spark) -> bool:
@@ -100,11 +143,31 @@ def _value(col: ColumnDef, origin, image, parsed):
     return got
 
 
-def final_columns(plan) -> list[tuple]:
-    """``[(name, value in the after image, value in the before image)]`` of the final shape of
-    *plan* (:class:`streaming.sinks.plan.TablePlan`), each row image read through the plan's
-    schema changes after it (by its ``seq``)."""
+def _typed_value(col: ColumnDef, image: str, fields, fill):
+    """*col*'s value in a typed image (the struct column *image* with *fields*): the field of
+    its name (typed mode's type; TIME as its text), else *fill*."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+    if col.name not in fields:
+        return _fill(col, fill)
+    got = F.col(image).getField(col.name)
+    conv = typed_converter(col)
+    if conv is not None:
+        return F.udf(conv, StringType())(got)
+    return got.cast(delta_spark_type(col))
+
+
+def final_columns(plan, typed_fields=None) -> list[tuple]:
+    """``[(name, value in the after image, value in the before image)]`` of the final shape of
+    *plan* (:class:`streaming.sinks.plan.TablePlan`), each JSON row image read through the
+    plan's schema changes after it (by its ``seq``). *typed_fields*: the field names of typed
+    mode's images (structs in the table's shape when the query started: no schema change to
+    read them through)."""
+    from pyspark.sql import functions as F
+    if typed_fields is not None:
+        fill = plan.origins(0)
+        return [(c.name, *(_typed_value(c, side, typed_fields, fill[c.name].fill)
+                           for side in ("after", "before"))) for c in plan.final.columns]
     from pyspark.sql.types import MapType, StringType
     as_map = MapType(StringType(), StringType())
     images = {side: (F.col(side), F.from_json(F.col(side), as_map)) for side in ("after",
