@@ -106,8 +106,9 @@ class Ticks:
         self._f.close()
 
 
-def cold_start(conn: dict, db: str, table: str, work: str) -> float:
-    """Seconds from ``start()`` to the first micro-batch in Delta of a one-row tick stream on a
+def cold_start(conn: dict, db: str, table: str, work: str) -> tuple[float, float]:
+    """Seconds (and CPU seconds of the JVM and the Python workers meanwhile) from ``start()``
+    to the first micro-batch in Delta of a one-row tick stream on a
     fresh session of its own (a child process: a new JVM and new Python workers, as the
     stream's cold start has), into ``foreachBatch(DeltaUpserter)``; *db*.*table* (``id``,
     ``v``) must exist on the server of *conn*."""
@@ -117,7 +118,8 @@ def cold_start(conn: dict, db: str, table: str, work: str) -> float:
                          capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         raise RuntimeError(f"the floor's cold start failed: {out.stderr[-2000:]}")
-    return float(out.stdout.strip().splitlines()[-1])
+    dt, cpu = out.stdout.strip().splitlines()[-1].split()
+    return float(dt), float(cpu)
 
 
 def _child(args: dict) -> float:
@@ -139,19 +141,22 @@ def _child(args: dict) -> float:
         up(df, batch_id)
         done.set()
 
+    from .floor import CpuMeter
+    meter = CpuMeter()
     t0 = time.perf_counter()
     q = (stream(spark, path, args["db"], args["table"]).writeStream.foreachBatch(fb)
          .option("checkpointLocation", os.path.join(work, "ckpt"))
          .trigger(availableNow=True).start())
     ok = done.wait(300)
     dt = time.perf_counter() - t0
+    cpu = meter.stop()
     q.awaitTermination(60)
     up.close()
     spark.stop()
     if not ok or q.exception() is not None:
         raise RuntimeError(f"tick stream failed: {q.exception()}")
-    return dt
+    return dt, cpu["jvm"] + cpu["workers"]
 
 
 if __name__ == "__main__":
-    print(_child(json.loads(sys.argv[1])))
+    print(*_child(json.loads(sys.argv[1])))
