@@ -27,7 +27,8 @@ Starts a private MariaDB (cdc.embedded) and a ``local[2]`` Spark session and mea
   (appended to a file instead of the server) into the same sink, trigger and session;
 * start: ``start()`` -> first micro-batch in Delta, on a fresh session (cold: Python workers not
   started yet) and again on the same session (warm); beside it the floor: the trivial source's
-  cold start, one row into the same sink on a fresh session in a child process;
+  cold start, one row into the same sink on a fresh session in a child process; each with the
+  CPU seconds of the JVM and the Python workers (bench.floor.CpuMeter);
 * peak RSS, sampled every 0.1 s from /proc while Spark runs: the driver's Python process (this
   one), the JVM, the Python workers (largest one and their sum).
 
