@@ -22,9 +22,13 @@ Starts a private MariaDB (cdc.embedded) and a ``local[2]`` Spark session and mea
   ``foreachBatch(DeltaUpserter)``: "fraction of floor" is the run's changes/s over the floor's;
 * latency: a writer thread commits one-row transactions at a fixed rate and stamps each commit
   time; a reader thread polls the Delta table and stamps when each row becomes visible; p50/p95/
-  p99 of the difference, the rate the writer reached and whether the pipeline kept up;
+  p99 of the difference, the rate the writer reached and whether the pipeline kept up (bench.latency);
+  beside it the floor: bench.floor_ticks' trivial source of the same one-row transactions
+  (appended to a file instead of the server) into the same sink, trigger and session;
 * start: ``start()`` -> first micro-batch in Delta, on a fresh session (cold: Python workers not
-  started yet) and again on the same session (warm);
+  started yet) and again on the same session (warm); beside it the floor: the trivial source's
+  cold start, one row into the same sink on a fresh session in a child process; each with the
+  CPU seconds of the JVM and the Python workers (bench.floor.CpuMeter);
 * peak RSS, sampled every 0.1 s from /proc while Spark runs: the driver's Python process (this
   one), the JVM, the Python workers (largest one and their sum).
 
@@ -227,8 +231,10 @@ def warm_up_runs(spark, server, conn, work: str, rows: int, modes, max_events: i
         out(f"warm-up ({mode}, {rows:,} inserts, not timed): {time.perf_counter() - t:.1f} s")
 
 
-def start_time(spark, conn, work: str, tag: str) -> float:
-    """Seconds from start() to the first micro-batch committed in Delta (one row waiting)."""
+def start_time(spark, conn, work: str, tag: str) -> tuple[float, float]:
+    """Seconds from start() to the first micro-batch committed in Delta (one row waiting), and
+    the CPU seconds the JVM and the Python workers spent meanwhile (:class:`bench.floor.CpuMeter`:
+    on a shared machine the wall clock moves with the load, the CPU much less)."""
     db = f"bench_start_{tag}"
     server_exec = conn["_server"].execute
     server_exec(f"DROP DATABASE IF EXISTS {db}")
@@ -244,16 +250,30 @@ def start_time(spark, conn, work: str, tag: str) -> float:
         up(df, batch_id)
         done.set()
 
+    from .floor import CpuMeter
+    meter = CpuMeter()
     t = time.perf_counter()
     q = _query(spark, _options(conn, db, start_file), fb, os.path.join(work, f"ckpt-start-{tag}"),
                {"availableNow": True})
     ok = done.wait(300)
     dt = time.perf_counter() - t
+    cpu = meter.stop()
     q.awaitTermination(60)
     up.close()
     if not ok or q.exception() is not None:
         raise RuntimeError(f"start run failed: {q.exception()}")
-    return dt
+    return dt, cpu["jvm"] + cpu["workers"]
+
+
+def floor_start(conn, work: str) -> tuple[float, float]:
+    """:func:`start_time`'s cold start for :mod:`bench.floor_ticks`' trivial source (one row
+    into the same sink) on a fresh session of its own."""
+    from . import floor_ticks
+    db = "bench_start_floor"
+    conn["_server"].execute(f"DROP DATABASE IF EXISTS {db}")
+    conn["_server"].execute(f"CREATE DATABASE {db}")
+    conn["_server"].execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)")
+    return floor_ticks.cold_start(conn, db, "t", work)
 
 
 # --- the hand-written pipeline -------------------------------------------------------------------
@@ -321,110 +341,6 @@ def hand_written(conn, db, table, start_file, out, max_events) -> tuple[int, flo
     return n, time.perf_counter() - t0
 
 
-# --- latency -------------------------------------------------------------------------------------
-
-
-def _pct(xs: list[float], p: float) -> float:
-    if not xs:
-        return float("nan")
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
-
-
-def timed_inserts(server, db: str, q, visible: dict, reader, rate: int, seconds: float):
-    """The writer of a latency run: one-row transactions into ``db.ev`` (``id``, ``v``) at
-    *rate*/s for *seconds*, while ``reader(stop)`` runs in a thread, stamping in *visible*
-    (id -> time) when each row shows in the target, until the Event *stop* is set. Row 0 first,
-    not timed (the stream's first batch); waits for every row to show (or for a timeout, or
-    the query *q* to end), then stops *q*. Returns (commit -> visible seconds of each row
-    seen, the rate reached, rows timed)."""
-    stop = threading.Event()
-    committed: dict[int, float] = {}
-    c = server.connect(database=db)
-    c.autocommit(True)
-    cur = c.cursor()
-    cur.execute("INSERT INTO ev VALUES (0, 0)")          # warm: the first batch, not timed
-    committed[0] = time.time()
-    rt = threading.Thread(target=reader, args=(stop,), daemon=True)
-    rt.start()
-    deadline = time.time() + 300
-    while 0 not in visible and time.time() < deadline and q.isActive:
-        time.sleep(0.01)
-    n = int(rate * seconds)
-    t0 = time.perf_counter()
-    for i in range(1, n + 1):
-        due = t0 + i / rate
-        wait = due - time.perf_counter()
-        if wait > 0:
-            time.sleep(wait)
-        cur.execute(f"INSERT INTO ev VALUES ({i}, {i})")
-        committed[i] = time.time()
-    reached = n / (time.perf_counter() - t0)
-    deadline = time.time() + max(30.0, seconds * 3)
-    while len(visible) < n + 1 and time.time() < deadline and q.isActive:
-        time.sleep(0.02)
-    stop.set()
-    rt.join()
-    c.close()
-    q.stop()
-    return [visible[i] - committed[i] for i in range(1, n + 1) if i in visible], reached, n
-
-
-def latency(spark, server, conn, work: str, rate: int, seconds: float, trigger: str,
-            max_events: int) -> dict:
-    """Commit -> visible in Delta at *rate* one-row transactions/s for *seconds*."""
-    import pyarrow.parquet as pq
-    from deltalake import DeltaTable
-    db = f"bench_lat_{rate}"
-    server.execute(f"DROP DATABASE IF EXISTS {db}")
-    server.execute(f"CREATE DATABASE {db}")
-    server.execute(f"CREATE TABLE {db}.ev (id BIGINT PRIMARY KEY, v INT)")
-    start_file, start_pos = server.current_position()
-    out = os.path.join(work, f"lat-{rate}")
-    up = _upserter(conn, out, "bench-lat")
-    q = _query(spark, _options(conn, db, start_file, start_pos, maxEventsPerTrigger=max_events),
-               up, os.path.join(work, f"ckpt-lat-{rate}"), {"processingTime": trigger})
-    path = os.path.join(out, db, "ev")
-    visible: dict[int, float] = {}
-    seen_files: set[str] = set()
-
-    def reader(stop):
-        d, version = None, None
-        while not stop.is_set():
-            try:
-                if d is None:
-                    d = DeltaTable(path)        # one handle, brought up to date in place
-                else:
-                    d.update_incremental()
-            except Exception:        # noqa: BLE001 - not created yet
-                time.sleep(0.01)
-                continue
-            if d.version() != version:
-                now = time.time()
-                version = d.version()
-                adds = d.get_add_actions(flatten=True).column("path").to_pylist()
-                for f in adds:                  # only the files not read yet
-                    if f not in seen_files:
-                        seen_files.add(f)
-                        ids = pq.read_table(os.path.join(path, f), columns=["id"])
-                        for i in ids.column("id").to_pylist():
-                            visible.setdefault(i, now)
-            time.sleep(0.01)
-
-    lat, reached, n = timed_inserts(server, db, q, visible, reader, rate, seconds)
-    up.close()
-    costs = {}                                  # median ms per phase of the batches with rows
-    busy = [p["durationMs"] for p in q.recentProgress if p["numInputRows"]]
-    for k in ("triggerExecution", "latestOffset", "queryPlanning", "addBatch", "walCommit",
-              "commitOffsets"):
-        vals = sorted(d.get(k, 0) for d in busy)
-        costs[k] = vals[len(vals) // 2] if vals else float("nan")
-    return {"rate": rate, "reached": reached, "rows": n, "seen": len(lat),
-            "p50": _pct(lat, 50), "p95": _pct(lat, 95), "p99": _pct(lat, 99),
-            "max": max(lat, default=float("nan")), "batches": len(q.recentProgress),
-            "costs": costs}
-
-
 # --- the run -------------------------------------------------------------------------------------
 
 
@@ -436,6 +352,7 @@ def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
     "rss": {...}} and prints the tables as it goes."""
     from cdc.embedded import EmbeddedMariaDB
 
+    from . import latency
     from .decode import measure
     from .spark import session
     from .workloads import run_workload
@@ -455,8 +372,10 @@ def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
             try:
                 res["start"]["cold"] = start_time(spark, conn, work, "cold")
                 res["start"]["warm"] = start_time(spark, conn, work, "warm")
-                out(f"start -> first batch in Delta: cold {res['start']['cold']:.2f} s, warm "
-                    f"{res['start']['warm']:.2f} s (session {res['start']['session']:.1f} s)")
+                res["start"]["floor"] = floor_start(conn, work)
+                out(f"start -> first batch in Delta: cold {res['start']['cold'][0]:.2f} s, warm "
+                    f"{res['start']['warm'][0]:.2f} s (session {res['start']['session']:.1f} s); "
+                    f"floor (trivial source) cold {res['start']['floor'][0]:.2f} s")
                 names = [w for w in workloads.split(",") if w not in ("", "none")]
                 if names and warm_up:
                     warm_up_runs(spark, server, conn, work, cfg["warm_rows"], modes, max_events,
@@ -496,10 +415,11 @@ def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
                         out(_throughput_row(r))
                 out(LATENCY_HEADER)
                 for rate in rates:
-                    lat = latency(spark, server, conn, work, rate, cfg["lat_seconds"], trigger,
-                                  max_events)
-                    res["latency"].append(lat)
-                    out(_latency_row(lat))
+                    for floor in (False, True):
+                        lat = latency.latency(spark, server, conn, work, rate, cfg["lat_seconds"],
+                                      trigger, max_events, floor=floor)
+                        res["latency"].append(lat)
+                        out(_latency_row(lat))
             finally:
                 res["rss"] = sampler.stop()
                 spark.stop()
@@ -523,9 +443,13 @@ def _throughput_row(r: dict) -> str:
             f"{_f(r['rate'] / hand if hand else None, '.2f')} |")
 
 
+def _rate(x: dict) -> str:
+    return f"{x['rate']:,}/s" + (" floor (trivial source)" if x.get("floor") else "")
+
+
 def _latency_row(x: dict) -> str:
     kept = "yes" if x["seen"] == x["rows"] else f"no ({x['seen']}/{x['rows']})"
-    return (f"| {x['rate']:,}/s | {x['reached']:,.0f}/s | {x['rows']:,} | {x['p50']:.3f} | "
+    return (f"| {_rate(x)} | {x['reached']:,.0f}/s | {x['rows']:,} | {x['p50']:.3f} | "
             f"{x['p95']:.3f} | {x['p99']:.3f} | {x['max']:.3f} | {x['batches']} | {kept} |")
 
 
@@ -551,12 +475,15 @@ def table(res: dict) -> str:
         keys = list(res["latency"][0]["costs"])
         lines += ["", "median ms per micro-batch with rows, latency runs (Spark's durationMs)", "",
                   "| rate | " + " | ".join(keys) + " |", "|---" + "|---:" * len(keys) + "|"]
-        lines += [f"| {x['rate']:,}/s | " + " | ".join(_f(x["costs"][k]) for k in keys) + " |"
+        lines += [f"| {_rate(x)} | " + " | ".join(_f(x["costs"][k]) for k in keys) + " |"
                   for x in res["latency"]]
     s, m = res["start"], res["rss"]
-    lines += ["", "| start -> first batch in Delta | seconds |\n|---|---:|",
-              f"| cold (fresh session) | {s['cold']:.2f} |", f"| warm | {s['warm']:.2f} |",
-              "", "| peak RSS (MiB) | driver Python | JVM | largest Python worker | "
+    lines += ["", "| start -> first batch in Delta | seconds | CPU s (JVM + Python workers) |"
+              "\n|---|---:|---:|"]
+    lines += [f"| {name} | {s[k][0]:.2f} | {s[k][1]:.2f} |" for k, name in (
+        ("cold", "cold (fresh session)"), ("floor", "floor: trivial source, cold (fresh session)"),
+        ("warm", "warm"))]
+    lines += ["", "| peak RSS (MiB) | driver Python | JVM | largest Python worker | "
                   "Python workers summed |\n|---|---:|---:|---:|---:|",
               f"| | {m['driver']:.0f} | {m['jvm']:.0f} | {m['worker_max']:.0f} | "
               f"{m['workers_sum']:.0f} |"]

@@ -30,7 +30,8 @@ import tempfile
 import time
 from importlib.metadata import version
 
-from .e2e import _options, _pct, _query, show, timed_inserts
+from .e2e import _options, _query, show
+from .latency import _pct, server_inserts, timed_inserts
 
 
 def available_sinks() -> list[str]:
@@ -141,7 +142,9 @@ def latency(spark, server, conn, kind: str, work: str, rate: int, seconds: float
                 visible.setdefault(i, now)
             time.sleep(0.02)
 
-    lat, _reached, n = timed_inserts(server, db, q, visible, reader, rate, seconds)
+    commit, close = server_inserts(server, db)
+    lat, _reached, n = timed_inserts(commit, q, visible, reader, rate, seconds)
+    close()
     sink.close()
     return {"sink": kind, "rows": n, "seen": len(lat), "p50": _pct(lat, 50),
             "p95": _pct(lat, 95), "max": max(lat, default=float("nan")),

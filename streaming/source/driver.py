@@ -18,7 +18,6 @@ import logging
 
 import json
 
-from cdc.check import WARN, require, run_checks
 from cdc.errors import BinlogPurgedError
 from cdc.positions import Position, Start, parse_gtid_state, purged_error
 from cdc.replica.client import ReplicaClient
@@ -46,6 +45,7 @@ def preflight(opts: SourceOptions, *, snapshot: bool, binlog: bool = True) -> No
     missing privileges, includeTables naming a table the server does not have, binlogs kept for
     less than a snapshot batch takes...), WARNs are logged. Only before a snapshot does it read
     when the oldest binlog begins (a restarted stream reads nothing before its offset)."""
+    from cdc.check import WARN, require, run_checks     # the driver's alone: not on a task's path
     f = opts.table_filter()
     for finding in require(run_checks(opts.replica_config(), include=f.include if f else (),
                                       exclude=f.exclude if f else (), snapshot=snapshot,

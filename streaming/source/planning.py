@@ -1,6 +1,6 @@
 """Planning a micro-batch, as pure functions: transaction boundaries in, offsets and chunks out.
 
-No Spark, no server: the stream reader (:mod:`streaming.source.datasource`) feeds these with what the
+No Spark, no server: the stream reader (:mod:`streaming.source.stream_reader`) feeds these with what the
 driver found (:mod:`streaming.source.driver`), and the unit tests feed them made-up boundaries.
 
 * :class:`Boundary` -- the end of one transaction (a :class:`~cdc.positions.Position`) with

@@ -56,13 +56,18 @@ def test_e2e_tiny_prints_complete_tables(tmp_path):
         assert float(r[3].replace(",", "")) > 0
 
     lat = _rows(text, "| target rate |")
-    assert len(lat) == 1 and lat[0][0] == "100/s" and lat[0][2] == "200"
-    assert lat[0][-1] == "yes"                               # every row became visible
-    p50, p95, p99 = (float(lat[0][k]) for k in (3, 4, 5))
-    assert 0 < p50 <= p95 <= p99
+    # the stream, then the floor: the trivial source of the same transactions, same sink
+    assert [r[0] for r in lat] == ["100/s", "100/s floor (trivial source)"]
+    for r in lat:
+        assert r[2] == "200" and r[-1] == "yes"             # every row became visible
+        p50, p95, p99 = (float(r[k]) for k in (3, 4, 5))
+        assert 0 < p50 <= p95 <= p99
+    costs = _rows(text, "| rate |")
+    assert [r[0] for r in costs] == [r[0] for r in lat]
 
     start = _rows(text, "| start -> first batch")
-    assert [r[0] for r in start] == ["cold (fresh session)", "warm"]
+    assert [r[0] for r in start] == ["cold (fresh session)",
+                                     "floor: trivial source, cold (fresh session)", "warm"]
     assert all(float(r[1]) > 0 for r in start)
     rss = _rows(text, "| peak RSS")
     assert len(rss) == 1 and all(float(c) > 0 for c in rss[0][1:])

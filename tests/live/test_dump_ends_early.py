@@ -53,7 +53,7 @@ def _files(b, t, uuid, *, rotate: bool = True) -> list[BinlogFile]:
 
 def _reader(src):
     from streaming.contract.spark_schema import JSON_SCHEMA
-    from streaming.source.datasource import BinlogStreamReader
+    from streaming.source.stream_reader import BinlogStreamReader
     opts = SourceOptions.parse({"host": "127.0.0.1", "port": str(src.port), "user": src.user,
                                 "password": src.password, "serverId": "500",
                                 "maxRetries": "5"},
@@ -63,7 +63,7 @@ def _reader(src):
 
 @pytest.mark.parametrize("rotate", [True, False], ids=["rotated", "crashed"])
 def test_a_to_file_end_task_whose_dump_ends_mid_file_reads_on(caplog, rotate):
-    from streaming.source.datasource import BinlogChunk
+    from streaming.source.stream_reader import BinlogChunk
 
     b, t = EventBuilder(), Table()
     uuid = b.uuid
@@ -83,7 +83,7 @@ def test_a_to_file_end_task_whose_dump_ends_mid_file_reads_on(caplog, rotate):
 def test_a_to_file_end_task_that_reads_the_whole_file_needs_one_dump(rotate):
     """The control: the end of a closed file is recognised whether it ends with a ROTATE or
     with nothing (the next file's transactions, or the end of the binlog, come after it)."""
-    from streaming.source.datasource import BinlogChunk
+    from streaming.source.stream_reader import BinlogChunk
 
     b, t = EventBuilder(), Table()
     uuid = b.uuid

@@ -120,7 +120,7 @@ class EndsEarlyOnce(FakeSource):
 
 def test_a_task_whose_dump_ends_before_the_chunk_end_reads_on(caplog):
     from streaming.contract.spark_schema import JSON_SCHEMA
-    from streaming.source.datasource import BinlogChunk, BinlogStreamReader
+    from streaming.source.stream_reader import BinlogChunk, BinlogStreamReader
 
     b, t = EventBuilder(), Table()
     uuid = b.uuid

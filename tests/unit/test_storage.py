@@ -206,7 +206,7 @@ def test_fs_options_become_pyarrow_keywords_and_secrets_are_redacted():
 
 pytest.importorskip("pyspark")
 from streaming.source.options import SourceOptions  # noqa: E402
-from streaming.source.datasource import FileBatchReader  # noqa: E402
+from streaming.source.files import FileBatchReader  # noqa: E402
 
 
 def test_relative_paths_are_resolved_on_the_driver(tmp_path, monkeypatch):
