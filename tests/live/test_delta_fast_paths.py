@@ -8,6 +8,11 @@ as it is (the Arrow fast paths with their shortcuts), the candidate walk without
 and the per-value path. Tables: the type matrix (every column type, extremes, NULLs, zero
 dates), a table of every type the JSON reader takes, and a two-column key. The three Delta
 tables are equal, value for value, and hold the keys of ``SELECT`` on the server.
+
+Binary columns (every byte value, empty, NULL), JSON documents (MySQL's: the null literal
+against SQL NULL, strings, numbers, nested; MariaDB's are text) and GEOMETRY, on MySQL and
+MariaDB: the fast path reads them (no per-value fallback) into the per-value path's Delta table,
+whose values are the server's ``SELECT``.
 """
 
 from __future__ import annotations
@@ -36,7 +41,28 @@ READABLE = """CREATE TABLE r (id BIGINT PRIMARY KEY, u BIGINT UNSIGNED, i INT, d
     t TIME(3), y YEAR, ti TINYINT)"""
 COMPOSITE = """CREATE TABLE k (region VARCHAR(10), n INT, val DECIMAL(30,10) NULL,
     label VARCHAR(20) NULL, PRIMARY KEY (region, n))"""
-KEYS = {"m": ["id"], "r": ["id"], "k": ["region", "n"]}
+BLOBS = """CREATE TABLE b (id INT PRIMARY KEY, bl BLOB, tb TINYBLOB, vb VARBINARY(600),
+    bn BINARY(16), j JSON, g GEOMETRY NULL)"""
+EVERY_BYTE = "X'" + bytes(range(256)).hex() + "'"
+BLOB_ROWS = [
+    f"(1, {EVERY_BYTE}, X'', X'00ff', X'00', "
+    "'{\"a\": [1, 2.5, null, {\"b\": \"é\\\\\\\"x😀\"}], \"n\": 1e300, \"d\": 12.50}', "
+    "ST_GeomFromText('POINT(1 2)', 4326))",
+    "(2, NULL, NULL, NULL, NULL, NULL, NULL)",
+    "(3, '', '', '', '', 'null', ST_GeomFromText('POINT(0 0)'))",
+    f"(4, REVERSE({EVERY_BYTE}), X'ff', CONCAT({EVERY_BYTE}, {EVERY_BYTE}), X'ffff', "
+    "'\"a string\"', ST_GeomFromText('LINESTRING(0 0, 1 1, 2 5)'))",
+    "(5, X'41', X'3d', X'3d3d', X'0a', '12.50', ST_GeomFromText('POLYGON((0 0, 1 0, 1 1, 0 0))'))",
+    "(6, X'00', NULL, '', NULL, '[]', NULL)", "(7, NULL, '', NULL, '', '{}', NULL)",
+    "(8, NULL, NULL, NULL, NULL, '-1e-300', NULL)", "(9, NULL, NULL, NULL, NULL, 'true', NULL)",
+]
+BLOB_STEPS = [
+    ["UPDATE b SET j = 'null' WHERE id = 2", "UPDATE b SET j = NULL WHERE id = 1",
+     "UPDATE b SET bl = '', vb = REVERSE(vb) WHERE id = 4", "UPDATE b SET id = 13 WHERE id = 3"],
+    ["DELETE FROM b WHERE id = 5",
+     "INSERT INTO b (id, bl, j) VALUES (5, X'ff00', '{\"k\": [true, false, \"\"]}')"],
+]
+KEYS = {"m": ["id"], "r": ["id"], "k": ["region", "n"], "b": ["id"]}
 
 STEPS = [
     # an UPDATE of every row, no key changed
@@ -156,3 +182,36 @@ def test_shortcuts_give_the_general_paths_delta_tables(spark, mariadb, db, tmp_p
                                   f"ORDER BY {', '.join(keys)}")
             assert [tuple(r[k] for k in keys) for r in fast.select(keys).to_pylist()] == \
                 [tuple(r) for r in src], (name, table)
+
+
+@pytest.mark.servers("mysql-9.7", "mariadb-10.11")
+def test_binary_json_and_geometry_tables_stay_on_the_fast_path(spark, mariadb, db, tmp_path):
+    mariadb.execute(BLOBS, database=db)
+    mariadb.execute("INSERT INTO b VALUES " + ", ".join(BLOB_ROWS), database=db)
+    start = mariadb.current_position()
+    opts = source_options(mariadb, db, start, snapshotChunkRows=4)
+    batches: list = []
+    for step in [[]] + BLOB_STEPS:
+        for sql in step:
+            mariadb.execute(sql, database=db)
+        opts["startingPosition"] = "snapshot"
+        _capture(spark, opts, tmp_path / "chk", batches)
+    per_value: list = []
+
+    class Watched(DeltaUpserter):
+        def _images(self, tbl, changes, typed):     # the per-value path's only way in
+            per_value.append(len(changes))
+            return super()._images(tbl, changes, typed)
+    _replay(mariadb, tmp_path / "fast", batches, Watched)
+    assert per_value == []
+    _replay(mariadb, tmp_path / "per-value", batches, _PerValue)
+    fast, slow = _delta(tmp_path / "fast", db, "b"), _delta(tmp_path / "per-value", db, "b")
+    assert slow.schema == fast.schema
+    assert slow.to_pylist() == fast.to_pylist()
+    doc = "CAST(j AS CHAR)" if mariadb.FLAVOR == "mysql" else "j"
+    src = mariadb.execute(f"SELECT id, bl, tb, vb, bn, {doc}, g FROM `{db}`.b ORDER BY id")
+    want = [dict(zip(["id", "bl", "tb", "vb", "bn", "j", "g"],
+                     [bytes(v) if isinstance(v, (bytes, bytearray)) else v for v in r]))
+            for r in src]
+    assert fast.to_pylist() == want
+    assert {r["id"] for r in want} == {1, 2, 4, 5, 6, 7, 8, 9, 13}

@@ -118,7 +118,7 @@ def test_a_delete_without_before_image_is_not_fast():
 def test_read_images_takes_a_sliced_arrow_array_like_the_list():
     up, tbl = _table(COLUMNS, ["id"])
     rnd = random.Random(3)
-    texts = [row_json(NAMES, _row(rnd, k)) for k in range(20)]
+    texts = [row_json(NAMES, _row(rnd, k), COLUMNS) for k in range(20)]
     arr = pa.array(texts, pa.string()).slice(5, 10)
     got = read_images(arr, tbl.schema, tbl.read_schema, tbl.names)
     assert got.equals(read_images(texts[5:15], tbl.schema, tbl.read_schema, tbl.names))
@@ -132,12 +132,12 @@ def test_read_images_tells_an_absent_needed_column_from_a_null_value(arrow):
     up, tbl = _table(COLUMNS, ["id"])
     rnd = random.Random(5)
     rows = [_row(rnd, k) for k in range(30)]
-    texts = [row_json(NAMES, r) for r in rows]
+    texts = [row_json(NAMES, r, COLUMNS) for r in rows]
     nullable = next(n for n in NAMES if n != "id")
     at = NAMES.index(nullable)
     for k in (3, 17):                       # explicit nulls: read as null
         rows[k] = tuple(None if i == at else v for i, v in enumerate(rows[k]))
-        texts[k] = row_json(NAMES, rows[k])
+        texts[k] = row_json(NAMES, rows[k], COLUMNS)
 
     def read(t):
         src = pa.array([""] * 4 + t, pa.string()).slice(4) if arrow else t
@@ -292,7 +292,7 @@ def test_snapshot_chunks_out_of_seq_order_equal_the_sorted_walk(dupes, typed, mo
     chunks = [[_row(rnd, 10 * c + k) for k in range(7)] for c in range(4)]
     if dupes:
         chunks[0][3] = _row(rnd, 10 * 2 + 5)             # also in chunk 2, at a lower row
-    changes = [("r", None, row_json(NAMES, r), "0000000001:000000000004:%010d" % k)
+    changes = [("r", None, row_json(NAMES, r, COLUMNS), "0000000001:000000000004:%010d" % k)
                for chunk in chunks for k, r in enumerate(chunk)]
     ops, befores, afters, seqs = zip(*changes)
     after = (pa.chunked_array([pa.array(afters[i:i + 7], pa.string()) for i in range(0, 28, 7)])
@@ -321,11 +321,12 @@ def test_update_batches_equal_the_walk_and_the_per_value_path(moved, typed, monk
     up, tbl = _table(COLUMNS, ["id"])
     rnd = random.Random(moved)
     old = {k: _row(rnd, k) for k in range(40)}
-    changes = [("c", None, row_json(NAMES, old[39]), "0000000001:000000000001:0000000000")]
+    changes = [("c", None, row_json(NAMES, old[39], COLUMNS),
+                "0000000001:000000000001:0000000000")]
     for i, k in enumerate(range(39)):
         new_key = 100 + k if k < moved else k
         new = (new_key,) + _row(rnd, new_key)[1:]
-        changes.append(("u", row_json(NAMES, old[k]), row_json(NAMES, new),
+        changes.append(("u", row_json(NAMES, old[k], COLUMNS), row_json(NAMES, new, COLUMNS),
                         "0000000001:000000000002:%010d" % i))
     ops, befores, afters, seqs = zip(*changes)
     if typed:
@@ -363,7 +364,7 @@ def test_read_images_of_chunks_with_offsets_and_an_image_of_two_objects():
     objects does not pass for two images."""
     up, tbl = _table(COLUMNS, ["id"])
     rnd = random.Random(9)
-    texts = [row_json(NAMES, _row(rnd, k)) for k in range(12)]
+    texts = [row_json(NAMES, _row(rnd, k), COLUMNS) for k in range(12)]
     arr = pa.chunked_array([pa.array(texts[:5]).slice(2), pa.array(texts[5:]).slice(0, 6)])
     got = read_images(arr, tbl.schema, tbl.read_schema, tbl.names)
     assert got.equals(read_images(texts[2:11], tbl.schema, tbl.read_schema, tbl.names))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
-import json
 from decimal import Decimal
 from typing import Callable
 
@@ -20,44 +19,15 @@ from pyspark.sql.types import (ArrayType, BinaryType, DataType, DateType, DayTim
                                TimestampType)
 
 from cdc.binlog.constants import ColumnType as T
-from cdc.values.jsonb import json_to_text
-from cdc.values.render import document_of_image, time_text, to_json_text
+from cdc.values.render import time_text, to_json_text
 from cdc.values.types import ColumnDef
 
 from streaming._compat import to_arrow_type
 from streaming.contract.spark_schema import spark_column
+from streaming.sinks.json_images import document_text, parse_image
 
 __all__ = ["arrow_schema", "delta_spark_type", "json_converter",
            "parse_image", "time_texts", "typed_converter"]
-
-
-class _ExponentNumber(Decimal):
-    """A JSON image's number written with an exponent (``1e300``): only doubles are (FLOAT and
-    DOUBLE columns, doubles in MySQL JSON documents). Exact like any Decimal; a document renders
-    it back as the double it is (MySQL's ``1e300``, not ``1000...0``)."""
-
-    __slots__ = ()
-
-
-def _image_number(text: str) -> Decimal:
-    return _ExponentNumber(text) if "e" in text or "E" in text else Decimal(text)
-
-
-parse_image = json.JSONDecoder(parse_float=_image_number).decode
-"""A JSON image (the source's ``before``/``after`` text) as a dict; numbers with a fraction or
-an exponent exact as ``Decimal``."""
-
-
-def _document(v):
-    """A MySQL JSON column's value of a parsed image as the decoded document it renders from."""
-    t = type(v)
-    if t is dict:
-        return {k: _document(x) for k, x in v.items()}
-    if t is list:
-        return [_document(x) for x in v]
-    if t is _ExponentNumber:
-        return float(v)
-    return v
 
 
 def delta_spark_type(col: ColumnDef) -> DataType:
@@ -82,7 +52,7 @@ def json_converter(col: ColumnDef, spark: DataType) -> Callable[[object], object
 
     if isinstance(spark, StringType):
         if rt == T.JSON:      # MySQL JSON: a nested document, back to the text MySQL prints
-            return lambda v: json_to_text(_document(document_of_image(v)))
+            return document_text
         if rt == T.NEWDECIMAL:                 # DECIMAL(p > 38): every digit, as text
             return lambda v: None if v is None else format(Decimal(v), "f")
         def text(v):
