@@ -102,12 +102,10 @@ class Prebuilt:
 
 def prebuild(tables: list[pa.Table], root: str, partitions: int) -> Prebuilt:
     """Write each micro-batch table in *partitions* slices of ``ARROW_ROWS``-row batches."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    from streaming._compat import to_arrow_schema
+    from streaming._compat import from_arrow_schema, to_arrow_schema
 
     shutil.rmtree(root, ignore_errors=True)
-    schema = from_arrow_schema(tables[0].schema, prefer_timestamp_ntz=False)
+    schema = from_arrow_schema(tables[0].schema)
     arrow = to_arrow_schema(schema, timezone="UTC")     # what a task must yield
     rows = 0
     for b, t in enumerate(tables):
