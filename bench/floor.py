@@ -24,7 +24,7 @@ import time
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from streaming._compat import ReadAllAvailable, ReadMaxRows
+from streaming._compat import LegacyOffsets, ReadAllAvailable, ReadMaxRows
 from pyspark.sql.types import StructType
 
 FORMAT = "bench-floor"
@@ -44,6 +44,7 @@ class FloorReader(DataSourceStreamReader):
     def __init__(self, root: str, batches: int):
         self.root = root
         self.batches = batches
+        self._legacy = LegacyOffsets()      # PySpark 4.0/4.1: the next batch's start
 
     def initialOffset(self) -> dict:
         return {"batch": 0}
@@ -51,12 +52,17 @@ class FloorReader(DataSourceStreamReader):
     def getDefaultReadLimit(self):
         return ReadMaxRows(1)
 
-    def latestOffset(self, start: dict, limit) -> dict:
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        # PySpark 4.0/4.1 give no start: see streaming._compat.LegacyOffsets
+        return self._legacy.latest(self) if start is None else self.latest_offset(start, limit)
+
+    def latest_offset(self, start: dict, limit, whole: bool = False) -> dict:
         if isinstance(limit, ReadAllAvailable):
             return {"batch": self.batches}
         return {"batch": min(self.batches, start["batch"] + 1)}
 
     def partitions(self, start: dict, end: dict):
+        self._legacy.planned(start, end, lambda o: o["batch"])
         out = []
         for b in range(start["batch"], end["batch"]):
             d = os.path.join(self.root, str(b))
@@ -102,12 +108,10 @@ class Prebuilt:
 
 def prebuild(tables: list[pa.Table], root: str, partitions: int) -> Prebuilt:
     """Write each micro-batch table in *partitions* slices of ``ARROW_ROWS``-row batches."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    from streaming._compat import to_arrow_schema
+    from streaming._compat import from_arrow_schema, to_arrow_schema
 
     shutil.rmtree(root, ignore_errors=True)
-    schema = from_arrow_schema(tables[0].schema, prefer_timestamp_ntz=False)
+    schema = from_arrow_schema(tables[0].schema)
     arrow = to_arrow_schema(schema, timezone="UTC")     # what a task must yield
     rows = 0
     for b, t in enumerate(tables):

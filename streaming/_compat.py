@@ -5,7 +5,9 @@
   reader's ``latestOffset()`` without a start or a limit: :class:`LegacyOffsets` answers it.
 * Spark Declarative Pipelines (``pyspark.pipelines``): :func:`pipelines`.
 * Spark types as Arrow types (:func:`to_arrow_type`, :func:`to_arrow_schema`): 4.2 names the
-  timestamps' zone (``timezone=``), 4.0/4.1 only say whether it is UTC (``timestamp_utc=``).
+  timestamps' zone (``timezone=``), 4.0/4.1 only say whether it is UTC (``timestamp_utc=``);
+  and back (:func:`from_arrow_schema`): 4.2 reads a zone-less timestamp as ``TIMESTAMP_NTZ`` by
+  default, 4.0/4.1 as ``TIMESTAMP``.
 * JVM class names that moved: :data:`CHECKPOINT_FILE_MANAGER`.
 
 Everything else of PySpark that binlog-cdc uses is the same in 4.0-4.3 and is imported where it
@@ -55,6 +57,12 @@ def to_arrow_type(dt, timezone: str | None = None):
 def to_arrow_schema(schema, timezone: str | None = None):
     """The Arrow schema of the Spark *schema*, timestamps in *timezone* (None: without one)."""
     return arrow_types.to_arrow_schema(schema, **_zone(timezone))
+
+
+def from_arrow_schema(schema):
+    """The Spark schema of the Arrow *schema*, every timestamp a ``TIMESTAMP`` (in the session's
+    zone; never ``TIMESTAMP_NTZ``, whichever default the release has)."""
+    return arrow_types.from_arrow_schema(schema, prefer_timestamp_ntz=False)
 
 
 try:

@@ -35,6 +35,9 @@ COMPAT = "streaming._compat"
 #: in 4.1, the Arrow conversions' arguments changed in 4.2
 VERSIONED = ("pyspark.sql.streaming.datasource", "pyspark.pipelines",
              "pyspark.sql.pandas.types")
+#: the project's other Python that runs on those releases (benchmarks, tools): the rule above
+#: holds there too (the package rules do not)
+ALSO_VERSIONED = ("bench", "tools")
 #: the parts of ``streaming/`` and the parts each must not import
 STREAMING_LAYERS = {
     "streaming.contract": ("streaming.source", "streaming.sinks", "streaming.apps",
@@ -133,6 +136,13 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return comps
 
 
+def _versioned(rel: Path, line: int, target: str, names: list[str]) -> list[str]:
+    """The problem of an import of a version-dependent PySpark API outside :data:`COMPAT`."""
+    versioned = [m for m in [target] + [f"{target}.{n}" for n in names] if _within(m, VERSIONED)]
+    return [f"{rel}:{line}: imports {versioned[0]}, which not every supported PySpark has: take "
+            f"it from {COMPAT}"] if versioned else []
+
+
 def problems(root: Path = ROOT) -> list[str]:
     known = modules(root)
     graph: dict[str, set[str]] = {m: set() for m in known}
@@ -154,11 +164,8 @@ def problems(root: Path = ROOT) -> list[str]:
             if name.startswith("cdc") and _within(target, SPARK_ONLY):
                 found.append(f"{rel}:{line}: cdc/ imports {target} (Spark/Arrow belong in "
                              f"streaming/ and the spark extra)")
-            versioned = [m for m in [target] + [f"{target}.{n}" for n in names]
-                         if _within(m, VERSIONED)]
-            if versioned and name != COMPAT:
-                found.append(f"{rel}:{line}: imports {versioned[0]}, which not every supported "
-                             f"PySpark has: take it from {COMPAT}")
+            if name != COMPAT:
+                found += _versioned(rel, line, target, names)
             if _within(name, SANS_IO) and _within(target, IO_LAYERS):
                 found.append(f"{rel}:{line}: the sans-IO layer {name} imports {target}")
             if _within(name, ("cdc.replica",)) and _within(target, ("cdc.cli",)):
@@ -169,6 +176,11 @@ def problems(root: Path = ROOT) -> list[str]:
         lines = path.read_text(encoding="utf-8").count("\n")
         if lines > MAX_LINES:
             found.append(f"{rel}: {lines} lines (more than {MAX_LINES}: split it by job)")
+    for folder in ALSO_VERSIONED:
+        for path in sorted((root / folder).rglob("*.py")):
+            rel = path.relative_to(root)
+            for target, names, line in imports(path, module_name(path, root)):
+                found += _versioned(rel, line, target, names)
     for comp in _cycles(graph):
         found.append("import cycle: " + " -> ".join(comp + comp[:1]))
     return found

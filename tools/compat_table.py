@@ -9,9 +9,10 @@ Each ``DIR/pyspark-<version>-py<python>.xml`` is one run of pytest (``.ci/run`` 
 one per PySpark environment made by :mod:`tools.spark_env`, and the main run).  The tests of the
 suite carry a ``compat`` property naming their feature (``@pytest.mark.compat("feature")``,
 see ``tests/conftest.py``); the others only count in the closing line (every test case of every
-run: ``total: N passed, N failed, N skipped``).  A cell says how many of the feature's tests
-passed, and how many failed or were skipped.  The README's table lies between
-the lines :data:`BEGIN` and :data:`END`.
+run: ``total: N passed, N failed, N skipped, N expected failures``).  A cell says how many of
+the feature's tests passed, and how many failed, were skipped, or failed as expected (a test
+marked ``xfail`` for a known defect).  The README's table lies between the lines :data:`BEGIN`
+and :data:`END`.
 """
 
 from __future__ import annotations
@@ -39,23 +40,38 @@ def _key(version: str) -> tuple:
 OTHER = ""
 
 
+#: the outcomes counted, in the order a cell names them
+RESULTS = ("passed", "failed", "skipped", "xfailed")
+#: how a cell names a count of each (singular, plural)
+_NAMES = {"failed": ("failed", "failed"), "skipped": ("skipped", "skipped"),
+          "xfailed": ("expected failure", "expected failures")}
+
+
+def _result(case) -> str:
+    skipped = case.find("skipped")
+    if skipped is not None:     # pytest writes an xfail as <skipped type="pytest.xfail" ...>
+        return "xfailed" if skipped.get("type") == "pytest.xfail" else "skipped"
+    if case.find("failure") is not None or case.find("error") is not None:
+        return "failed"
+    return "passed"
+
+
+def _count(n: int, result: str) -> str:
+    one, many = _NAMES[result]
+    return f"{n} {one if n == 1 else many}"
+
+
 def outcomes(path: Path) -> dict[str, dict[str, int]]:
-    """feature -> {"passed": n, "failed": n, "skipped": n} of one JUnit XML file (the test cases
-    outside the suite under :data:`OTHER`)."""
+    """feature -> {result: n} (:data:`RESULTS`) of one JUnit XML file (the test cases outside
+    the suite under :data:`OTHER`)."""
     out: dict[str, dict[str, int]] = {}
     for case in ET.parse(path).getroot().iter("testcase"):
         feature = next((p.get("value") for p in case.iter("property")
                         if p.get("name") == "compat"), OTHER)
         if any(s != SERVER for s in _SERVER_ID.findall(case.get("name", ""))):
             feature = OTHER
-        if case.find("skipped") is not None:
-            result = "skipped"
-        elif case.find("failure") is not None or case.find("error") is not None:
-            result = "failed"
-        else:
-            result = "passed"
-        counts = out.setdefault(feature, {"passed": 0, "failed": 0, "skipped": 0})
-        counts[result] += 1
+        counts = out.setdefault(feature, dict.fromkeys(RESULTS, 0))
+        counts[_result(case)] += 1
     return out
 
 
@@ -74,7 +90,7 @@ def _cell(counts: dict | None) -> str:
         return "–"
     total = sum(counts.values())
     text = f"{counts['passed']}/{total} passed"
-    extra = [f"{counts[k]} {k}" for k in ("failed", "skipped") if counts[k]]
+    extra = [_count(counts[k], k) for k in RESULTS[1:] if counts[k]]
     return text + (f" ({', '.join(extra)})" if extra else "")
 
 
@@ -90,7 +106,7 @@ def table(found: list[tuple[str, str, dict]]) -> str:
 
 def totals(found: list[tuple[str, str, dict]]) -> dict[str, int]:
     """The outcomes of every test case of every run."""
-    out = {"passed": 0, "failed": 0, "skipped": 0}
+    out = dict.fromkeys(RESULTS, 0)
     for _, _, o in found:
         for counts in o.values():
             for k, n in counts.items():
@@ -123,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         into_readme(args.readme, text)
     t = totals(found)
     print(f"all runs: {len(found)}")
-    print(f"total: {t['passed']} passed, {t['failed']} failed, {t['skipped']} skipped")
+    print(f"total: {t['passed']} passed, " + ", ".join(_count(t[k], k) for k in RESULTS[1:]))
     return 1 if t["failed"] else 0
 
 

@@ -69,7 +69,7 @@ def options_table() -> str:
 
 
 def types_table() -> str:
-    from pyspark.sql.pandas.types import to_arrow_type
+    from streaming._compat import to_arrow_type
     from streaming.contract.spark_schema import spark_column
     from streaming.sinks.delta.ddl import record_columns
     from streaming.sinks.delta.types import delta_spark_type

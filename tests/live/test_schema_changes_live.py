@@ -66,6 +66,27 @@ class Workload:
         self.expected.append((op, table, names))
 
 
+def shown(rows) -> list[tuple]:
+    """The rows as :class:`Workload` expects them: ``("s", table, [(name, type, nullable)] or
+    None)`` per schema-change record, ``("t", table, None)`` per TRUNCATE, ``(op, table, column
+    names)`` per row change."""
+    got = []
+    for r in rows:
+        if r.op == "s":
+            sc = json.loads(r.schema_change)
+            cols = None if sc["columns"] is None else \
+                [(c["name"], c["type"], c["nullable"]) for c in sc["columns"]]
+            assert (r.before, r.after, r.key, r.source.row) == (None, None, None, 0)
+            got.append(("s", r.table, cols))
+        elif r.op == "t":
+            assert r.schema_change is None
+            got.append(("t", r.table, None))
+        else:
+            assert r.schema_change is None
+            got.append((r.op, r.table, list(json.loads(r.after or r.before))))
+    return got
+
+
 def run_workload(w: Workload) -> None:
     w.ddl("CREATE TABLE t (id INT NOT NULL PRIMARY KEY, a VARCHAR(10) DEFAULT 'x')", "t")
     w.dml("INSERT INTO t VALUES (1, 'one')", "t", "c")
@@ -104,21 +125,7 @@ def test_stream_delivers_schema_changes_between_the_rows(spark, server, sdb, tmp
     assert q.awaitTermination(180), "availableNow query did not stop in 180 s"
     assert q.exception() is None, q.exception()
     rows.sort(key=lambda r: r.seq)
-    got = []
-    for r in rows:
-        if r.op == "s":
-            sc = json.loads(r.schema_change)
-            cols = None if sc["columns"] is None else \
-                [(c["name"], c["type"], c["nullable"]) for c in sc["columns"]]
-            assert (r.before, r.after, r.key, r.source.row) == (None, None, None, 0)
-            got.append(("s", r.table, cols))
-        elif r.op == "t":
-            assert r.schema_change is None
-            got.append(("t", r.table, None))
-        else:
-            assert r.schema_change is None
-            got.append((r.op, r.table, list(json.loads(r.after or r.before))))
-    assert got == w.expected
+    assert shown(rows) == w.expected
     records = [json.loads(r.schema_change) for r in rows if r.op == "s"]
     assert [r["type"] for r in records] == ["CREATE", "ALTER", "ALTER", "ALTER", "ALTER",
                                             "RENAME", "CREATE", "DROP"]
@@ -130,6 +137,63 @@ def test_stream_delivers_schema_changes_between_the_rows(spark, server, sdb, tmp
         ("id", None, None), ("b", 5, None), ("a", "x", "utf8mb4")]
     assert records[4]["columns"][2]["charset"] == "latin1"
     assert records[7]["columns"] is None and records[7]["ddl"].startswith("DROP TABLE")
+
+
+def _run_until_idle(spark, options: dict, checkpoint, batches: dict) -> None:
+    """The stream under processingTime until everything there is was processed (PySpark 4.0/4.1
+    run availableNow as one batch): each batch's rows into *batches* by batch id, a replayed
+    batch's in place of what it delivered the first time, which they must equal."""
+    def keep(df, batch_id):
+        rows = sorted(df.collect(), key=lambda r: r.seq)
+        if batch_id in batches:
+            assert shown(rows) == shown(batches[batch_id]), f"batch {batch_id} replayed otherwise"
+        batches[batch_id] = rows
+
+    q = (spark.readStream.format("binlog-cdc").options(**options).load().writeStream
+         .foreachBatch(keep).option("checkpointLocation", str(checkpoint))
+         .trigger(processingTime="0 seconds").start())
+    try:
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    assert q.exception() is None, q.exception()
+
+
+def _uncommit_last(checkpoint) -> int:
+    """Forget Spark's commit of the last batch, as a query killed after its sink wrote the batch
+    and before Spark's commit: a restart replays it. Its id."""
+    last = max(int(p.name) for p in (checkpoint / "commits").glob("[0-9]*"))
+    (checkpoint / "commits" / str(last)).unlink()
+    (checkpoint / "commits" / f".{last}.crc").unlink(missing_ok=True)
+    return last
+
+
+@pytest.mark.compat("schema changes")
+def test_restarted_queries_deliver_each_ddl_with_its_columns(spark, server, sdb, tmp_path):
+    """Restarts from the checkpoint, each replaying the last batch (as after a kill between the
+    sink's write and Spark's commit): the table altered while the query was down, then the batch
+    holding those ALTERs replayed. Every schema-change record has the columns information_schema
+    showed right after its statement (a record without them is one a sink must refuse), every
+    row the columns of its time, each once."""
+    start = server.current_position()
+    w = Workload(server, sdb)
+    w.ddl("CREATE TABLE a (id INT PRIMARY KEY, name VARCHAR(20))", "a")
+    w.dml("INSERT INTO a VALUES (1, 'x')", "a", "c")
+    opts = source_options(server, sdb, start, includeSchemaChanges="true")
+    chk, batches = tmp_path / "chk", {}
+    _run_until_idle(spark, opts, chk, batches)
+    w.dml("INSERT INTO a VALUES (2, 'y')", "a", "c")
+    _run_until_idle(spark, opts, chk, batches)
+    _uncommit_last(chk)
+    w.ddl("ALTER TABLE a ADD COLUMN qty INT NOT NULL DEFAULT 5", "a")
+    w.dml("INSERT INTO a VALUES (3, 'z', 3)", "a", "c")
+    w.ddl("ALTER TABLE a RENAME COLUMN name TO title", "a")
+    w.dml("UPDATE a SET title = 'zz' WHERE id = 3", "a", "u")
+    _run_until_idle(spark, opts, chk, batches)          # the replay, then the ALTERs' batch(es)
+    replayed = _uncommit_last(chk)
+    assert any(r.op == "s" for r in batches[replayed]), "the last batch holds no ALTER"
+    _run_until_idle(spark, opts, chk, batches)
+    assert shown(r for _, rows in sorted(batches.items()) for r in rows) == w.expected
 
 
 def test_without_the_option_nothing_changes(spark, server, sdb):

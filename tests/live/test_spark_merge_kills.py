@@ -149,12 +149,7 @@ def test_stream_into_spark_merge_equals_select(server, tmp_path, fmt):
 @pytest.mark.parametrize("fmt", [
     pytest.param("delta", marks=pytest.mark.compat("SparkMerge into Delta (delta-spark), killed "
                                                    "twice")),
-    pytest.param("iceberg", marks=[
-        pytest.mark.compat("SparkMerge into Iceberg, killed twice"),
-        pytest.mark.xfail(strict=False, reason=(
-            "open defect: on PySpark 4.0/4.1 (the only ones with an Iceberg runtime) a query "
-            "restarted after a kill delivered ALTER TABLE a ADD COLUMN qty's schema-change "
-            "record with columns null, which SparkMerge refuses"))])])
+    pytest.param("iceberg", marks=pytest.mark.compat("SparkMerge into Iceberg, killed twice"))])
 def test_stream_into_spark_merge_killed_twice_equals_select(server, tmp_path, fmt):
     db, cfg = prepare(server, tmp_path, fmt)
     log = tmp_path / "job.log"

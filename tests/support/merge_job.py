@@ -34,6 +34,7 @@ def main() -> None:
     from streaming.apps.local_spark import local_spark
     from streaming.sinks.spark import SparkMerge
     from tests.support.no_collect import no_image_collect
+    from tests.support.processes import run_until_written
 
     spark = local_spark("merge-kill-test", formats=[cfg["format"]], warehouse=cfg.get("warehouse"))
     sink = SparkMerge(cfg["target"], format=cfg["format"], app_id=cfg["app_id"], **cfg["server"])
@@ -49,20 +50,8 @@ def main() -> None:
 
     # processingTime and processAllAvailable, not availableNow: before PySpark 4.2 a Python
     # source cannot bound the batches of an availableNow query (it runs as one batch)
-    q = (_reader(spark, cfg["options"]).writeStream.foreachBatch(fb)
-         .option("checkpointLocation", cfg["checkpoint"])
-         .trigger(processingTime="0 seconds").start())
-    try:
-        while True:             # until the file ``written`` names exists (the test's rows are in)
-            written = not cfg.get("written") or os.path.exists(cfg["written"])
-            q.processAllAvailable()
-            if written:
-                break
-            time.sleep(0.5)
-    except Exception as e:  # noqa: BLE001 - the query's failure, printed for the test
-        print("FAILED", e, flush=True)
-        sys.exit(3)
-    q.stop()
+    run_until_written(_reader(spark, cfg["options"]).writeStream.foreachBatch(fb)
+                      .option("checkpointLocation", cfg["checkpoint"]), cfg.get("written"))
     if cfg.get("dump"):
         out = {}
         for db, table in cfg["tables"]:

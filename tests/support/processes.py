@@ -19,9 +19,11 @@ REPO = Path(__file__).resolve().parents[2]
 #: A driver running ``readStream.format("binlog-cdc")`` -> ``foreachBatch(DeltaUpserter)`` with
 #: availableNow (config JSON: ``root``, ``app_id``, ``server``, ``options``, ``checkpoint``;
 #: optional ``hang_after``/``marker_dir``: after that batch reached Delta, mark it and hang, for
-#: a kill -9 between the Delta commit and Spark's; optional ``out``: each batch's changes that
-#: are not snapshot rows, ``[[op, before, after], ...]``, into ``<out>/<batch id>.json``,
-#: rewritten when Spark replays the batch). Prints ``batch N`` per batch, ``done``.
+#: a kill -9 between the Delta commit and Spark's; optional ``written``: processingTime until that
+#: file exists (:func:`run_until_written`), not availableNow; optional ``out``: each batch's
+#: changes that are not snapshot rows, ``[[op, before, after], ...]``, into
+#: ``<out>/<batch id>.json``, rewritten when Spark replays the batch). Prints ``batch N`` per
+#: batch, ``done``.
 DELTA_JOB = textwrap.dedent("""
     import json, os, sys, time
     from streaming.apps.local_spark import local_spark
@@ -52,16 +54,39 @@ DELTA_JOB = textwrap.dedent("""
     reader = spark.readStream.format("binlog-cdc")
     for k, v in cfg["options"].items():
         reader = reader.option(k, v)
-    q = (reader.load().writeStream.foreachBatch(fb)
-         .option("checkpointLocation", cfg["checkpoint"]).trigger(availableNow=True).start())
-    q.awaitTermination()
-    if q.exception() is not None:
-        print("FAILED", q.exception(), flush=True)
-        sys.exit(3)
+    w = reader.load().writeStream.foreachBatch(fb).option("checkpointLocation", cfg["checkpoint"])
+    if cfg.get("written"):
+        from tests.support.processes import run_until_written
+        run_until_written(w, cfg["written"])
+    else:
+        q = w.trigger(availableNow=True).start()
+        q.awaitTermination()
+        if q.exception() is not None:
+            print("FAILED", q.exception(), flush=True)
+            sys.exit(3)
     print("done", flush=True)
     spark.stop()
 """)
 
+
+
+def run_until_written(writer, written: str | None) -> None:
+    """Start *writer* (a ``writeStream``) with processingTime and process what is available until
+    the file *written* exists (the test's rows are in), then once more, and stop; the query's
+    failure prints ``FAILED`` and exits 3. Before PySpark 4.2 availableNow runs one batch (the
+    source's limits never apply), so a test that needs several batches runs this."""
+    q = writer.trigger(processingTime="0 seconds").start()
+    try:
+        while True:
+            done = not written or os.path.exists(written)
+            q.processAllAvailable()
+            if done:
+                break
+            time.sleep(0.5)
+    except Exception as e:  # noqa: BLE001 - the query's failure, printed for the test
+        print("FAILED", e, flush=True)
+        sys.exit(3)
+    q.stop()
 
 
 def delta_job(server, tmp_path: Path, app_id: str, options: dict, **extra) -> tuple:

@@ -91,8 +91,12 @@ def test_version_dependent_pyspark_apis_are_imported_by_the_compat_module_alone(
         "streaming/source.py": "from pyspark.sql.streaming.datasource import ReadLimit\n"
                                "from streaming._compat import ReadLimit as R\n",
         "streaming/flows.py": "def f():\n    from pyspark import pipelines as dp\n",
+        "bench/floor.py": "from streaming._compat import from_arrow_schema\n"
+                          "from pyspark.sql.pandas.types import from_arrow_type\n",
     })
     assert sorted(check_layout.problems(root)) == [
+        "bench/floor.py:2: imports pyspark.sql.pandas.types, which not every supported PySpark "
+        "has: take it from streaming._compat",
         "streaming/flows.py:2: imports pyspark.pipelines, which not every supported PySpark "
         "has: take it from streaming._compat",
         "streaming/source.py:1: imports pyspark.sql.streaming.datasource, which not every "

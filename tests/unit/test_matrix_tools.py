@@ -1,6 +1,10 @@
 """tools.spark_env (what a PySpark version's environment gets) and tools.compat_table (the
 README's table from the compatibility suite's JUnit XML)."""
 
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -56,4 +60,39 @@ def test_the_table_counts_each_feature_per_release_and_the_readme_gets_it(tmp_pa
     assert compat_table.main([str(tmp_path), "--readme", str(readme)]) == 1   # a failure
     assert readme.read_text() == f"# x\n\n{compat_table.BEGIN}\n{text}\n{compat_table.END}\n\nrest\n"
     assert compat_table.totals(compat_table.runs(tmp_path)) == {
-        "passed": 7, "failed": 1, "skipped": 1}
+        "passed": 7, "failed": 1, "skipped": 1, "xfailed": 0}
+
+
+def test_an_xfail_is_an_expected_failure_in_the_junit_xml_pytest_writes(tmp_path, capsys):
+    """The XML of a real pytest run: an xfail is not counted as skipped (pytest writes both as
+    ``<skipped>``), nor an unexpected pass of a non-strict xfail as a failure."""
+    (tmp_path / "test_suite.py").write_text(textwrap.dedent("""
+        import pytest
+
+        def test_passes(record_property):
+            record_property("compat", "f")
+
+        @pytest.mark.xfail(strict=False, reason="an open defect")
+        def test_known_defect(record_property):
+            record_property("compat", "f")
+            assert False
+
+        @pytest.mark.xfail(strict=False, reason="an open defect, fixed by chance")
+        def test_known_defect_passes(record_property):
+            record_property("compat", "f")
+
+        def test_skips(record_property):
+            record_property("compat", "f")
+            pytest.skip("no connector")
+    """))
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    f"--junitxml={runs / 'pyspark-4.1.4-py3.12.xml'}", "test_suite.py"],
+                   cwd=tmp_path, env=env, capture_output=True, check=True)
+    assert compat_table.table(compat_table.runs(runs)).splitlines()[-1] == \
+        "| f | 2/4 passed (1 skipped, 1 expected failure) |"
+    assert compat_table.main([str(runs)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == \
+        "total: 2 passed, 0 failed, 1 skipped, 1 expected failure"
