@@ -51,7 +51,7 @@ class TickReader(DataSourceStreamReader):
         return [_Range(self.path, start["n"], end["n"])] if end["n"] > start["n"] else []
 
     def read(self, p: _Range):
-        from pyspark.sql.pandas.types import to_arrow_schema
+        from streaming._compat import to_arrow_schema
         with open(p.path, "rb") as f:
             f.seek(p.start * WIDTH)
             ids = [int(x) for x in f.read((p.end - p.start) * WIDTH).split()]
