@@ -196,6 +196,24 @@ def format_settings(formats, warehouse: str | None = None) -> dict[str, str]:
     return out
 
 
+def _jvm_with(packages: str) -> None:
+    """Make sure the next session's JVM has *packages* on its classpath: a driver's jars are
+    fixed when its JVM starts, and a new session in a JVM this process already started (an
+    earlier session, stopped or not) would silently lack them (``ClassNotFoundException`` at
+    the first table). So a running JVM started without them is stopped first."""
+    from pyspark import SparkContext
+    if SparkContext._gateway is None:
+        return
+    sc = SparkContext._active_spark_context
+    if sc is not None and sc.getConf().get("spark.jars.packages", "") == packages:
+        return
+    if sc is not None:
+        sc.stop()
+    SparkContext._gateway.shutdown()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+
+
 def local_spark(app_name: str = "binlog-cdc", cores: int = 2, formats=(),
                 warehouse: str | None = None, packages=()):
     """``local[cores]``, no UI or console progress bars, UTC session time zone, 2 shuffle
@@ -211,6 +229,8 @@ def local_spark(app_name: str = "binlog-cdc", cores: int = 2, formats=(),
         settings.setdefault("spark.jars.ivy", _ivy_cache())
     if "PYSPARK_PYTHON" not in os.environ:     # (setdefault would build the launcher anyway)
         os.environ["PYSPARK_PYTHON"] = worker_python()
+    if settings.get("spark.jars.packages"):
+        _jvm_with(settings["spark.jars.packages"])
     from pyspark.sql import SparkSession
     builder = SparkSession.builder.master(f"local[{cores}]").appName(app_name)
     for key, value in {**quiet_start(), **settings}.items():
