@@ -259,7 +259,22 @@ def db(mariadb: EmbeddedMariaDB, request: pytest.FixtureRequest):
         yield name
     finally:
         if mariadb.is_running():
-            mariadb.execute(f"DROP DATABASE IF EXISTS `{name}`")
+            _drop_database(mariadb, name)
+
+
+def _drop_database(server, name: str) -> None:
+    """``DROP DATABASE`` after a test. A lock wait timeout (error 1205: a transaction of the
+    test still holds a lock there, e.g. an XA transaction prepared on a connection the server
+    has not detached yet; seen once on MariaDB 11.8 under load after a passing test) becomes a
+    warning: the database is left on the temporary server, the test's own checks stand."""
+    import pymysql
+    try:
+        server.execute(f"DROP DATABASE IF EXISTS `{name}`")
+    except pymysql.err.OperationalError as e:
+        if e.args[0] != 1205:
+            raise
+        import warnings
+        warnings.warn(f"database {name} left on {server!r}: {e}", stacklevel=2)
 
 
 @pytest.fixture

@@ -144,7 +144,9 @@ def test_a_4096_column_table_decodes_with_its_rows(decoder):
     tmap = evs[-2].table
     assert (tmap.qualified_name, len(tmap.columns)) == ("app.t", ncols)
     assert values == [tuple(i * 7 for i in range(ncols))]
-    assert peak < 16 << 20, f"{peak} bytes allocated for a {ncols}-column table"
+    # ~13-17.6 MB depending on what earlier tests left cached: a bound, far below what a
+    # table map claiming 10**9 columns would allocate (see the tests above)
+    assert peak < 24 << 20, f"{peak} bytes allocated for a {ncols}-column table"
 
 
 @pytest.mark.parametrize("decoder", DECODERS)
