@@ -244,25 +244,10 @@ def start_time(spark, conn, work: str, tag: str) -> tuple[float, float]:
     server_exec(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)")
     server_exec(f"INSERT INTO {db}.t VALUES (1, 1)")
     up = _upserter(conn, os.path.join(work, f"start-{tag}"), "bench-start")
-    done = threading.Event()
-
-    def fb(df, batch_id):
-        up(df, batch_id)
-        done.set()
-
-    from .floor import CpuMeter
-    meter = CpuMeter()
-    t = time.perf_counter()
-    q = _query(spark, _options(conn, db, start_file), fb, os.path.join(work, f"ckpt-start-{tag}"),
-               {"availableNow": True})
-    ok = done.wait(300)
-    dt = time.perf_counter() - t
-    cpu = meter.stop()
-    q.awaitTermination(60)
-    up.close()
-    if not ok or q.exception() is not None:
-        raise RuntimeError(f"start run failed: {q.exception()}")
-    return dt, cpu["jvm"] + cpu["workers"]
+    from .floor import first_batch
+    return first_batch(up, lambda fb: _query(
+        spark, _options(conn, db, start_file), fb, os.path.join(work, f"ckpt-start-{tag}"),
+        {"availableNow": True}), "start run")
 
 
 def floor_start(conn, work: str) -> tuple[float, float]:

@@ -226,6 +226,30 @@ class CpuMeter:
         return {k: max(0.0, v) for k, v in out.items()}
 
 
+def first_batch(up, start, what: str) -> tuple[float, float]:
+    """Seconds from *start* (``start(foreachBatch function) -> StreamingQuery``) to the first
+    micro-batch applied by the sink *up*, and the CPU seconds the JVM and the Python workers
+    spent meanwhile (:class:`CpuMeter`); then waits for the query's end and closes *up*.
+    RuntimeError naming *what* when no batch came or the query failed."""
+    done = threading.Event()
+
+    def fb(df, batch_id):
+        up(df, batch_id)
+        done.set()
+
+    meter = CpuMeter()
+    t = time.perf_counter()
+    q = start(fb)
+    ok = done.wait(300)
+    dt = time.perf_counter() - t
+    cpu = meter.stop()
+    q.awaitTermination(60)
+    up.close()
+    if not ok or q.exception() is not None:
+        raise RuntimeError(f"{what} failed: {q.exception()}")
+    return dt, cpu["jvm"] + cpu["workers"]
+
+
 def run(stream_df, sink, work: str) -> tuple[int, float, dict]:
     """(rows, seconds, CPU seconds per process kind: :class:`CpuMeter`) of one availableNow
     run of *stream_df* into *sink* ("noop" or a foreachBatch function), from ``start()`` to the

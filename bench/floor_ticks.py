@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -122,10 +121,9 @@ def cold_start(conn: dict, db: str, table: str, work: str) -> tuple[float, float
     return float(dt), float(cpu)
 
 
-def _child(args: dict) -> float:
-    import threading
-
+def _child(args: dict) -> tuple[float, float]:
     from .e2e import _upserter
+    from .floor import first_batch
     from .spark import session
 
     spark = session()
@@ -135,27 +133,13 @@ def _child(args: dict) -> float:
     t.commit(1)
     t.close()
     up = _upserter(args, os.path.join(work, "delta"), "bench-floor-start")
-    done = threading.Event()
-
-    def fb(df, batch_id):
-        up(df, batch_id)
-        done.set()
-
-    from .floor import CpuMeter
-    meter = CpuMeter()
-    t0 = time.perf_counter()
-    q = (stream(spark, path, args["db"], args["table"]).writeStream.foreachBatch(fb)
-         .option("checkpointLocation", os.path.join(work, "ckpt"))
-         .trigger(availableNow=True).start())
-    ok = done.wait(300)
-    dt = time.perf_counter() - t0
-    cpu = meter.stop()
-    q.awaitTermination(60)
-    up.close()
-    spark.stop()
-    if not ok or q.exception() is not None:
-        raise RuntimeError(f"tick stream failed: {q.exception()}")
-    return dt, cpu["jvm"] + cpu["workers"]
+    try:
+        return first_batch(up, lambda fb: (
+            stream(spark, path, args["db"], args["table"]).writeStream.foreachBatch(fb)
+            .option("checkpointLocation", os.path.join(work, "ckpt"))
+            .trigger(availableNow=True).start()), "tick stream")
+    finally:
+        spark.stop()
 
 
 if __name__ == "__main__":
