@@ -569,19 +569,35 @@ native_value_end(const ColSpec *c, const unsigned char *buf, Py_ssize_t len, Py_
  * datetime built once for, say, the NOW() of a multi-row INSERT).
  * prev (an update's after image): a native value whose raw bytes equal the before image's
  * (same column) is that value.
+ * cols (decode_columns): a list of ncols lists instead of a tuple: each column's value (ABSENT
+ * for a column the image does not hold) is appended to its list, and Py_None is returned
+ * (borrowed; the appended values are then all the caller has of the row).
  * A tuple holding no GC-tracked object (every native value, most decoded ones) is untracked
  * at once, as the garbage collector would do on its next pass: a big transaction's rows do
  * not make every collection slower. */
 static PyObject *
 read_image(const PlanObject *pl, PyObject *data, const unsigned char *buf, Py_ssize_t len,
-           Py_ssize_t *ppos, Raw *rec, const Raw *prev)
+           Py_ssize_t *ppos, Raw *rec, const Raw *prev, PyObject *cols)
 {
     int tracked = 0;
     const unsigned char *nulls = buf + *ppos;
     Py_ssize_t pos = after_null_bitmap(pl, len, *ppos);
     if (pos < 0)
         return NULL;
-    PyObject *row = PyTuple_New(pl->ncols);
+    PyObject *row = NULL;
+    if (cols != NULL) {
+        /* the columns the image does not hold: ABSENT (present indexes are ascending) */
+        for (Py_ssize_t i = 0, k = 0; !pl->full && i < pl->ncols; i++) {
+            if (k < pl->npresent && pl->cols[k].index == i) {
+                k++;
+                continue;
+            }
+            if (PyList_Append(PyList_GET_ITEM(cols, i), pl->absent) < 0)
+                return NULL;
+        }
+        goto values;
+    }
+    row = PyTuple_New(pl->ncols);
     if (row == NULL)
         return NULL;
     if (!pl->full) {
@@ -591,6 +607,7 @@ read_image(const PlanObject *pl, PyObject *data, const unsigned char *buf, Py_ss
             PyTuple_SET_ITEM(row, i, pl->absent);
         }
     }
+values:
     for (Py_ssize_t k = 0; k < pl->npresent; k++) {
         const ColSpec *c = &pl->cols[k];
         PyObject *v = NULL;
@@ -686,17 +703,27 @@ read_image(const PlanObject *pl, PyObject *data, const unsigned char *buf, Py_ss
             rec[k].value = v;
         }
     store:
+        if (cols != NULL) {
+            /* the list keeps v alive for rec (the caller holds the lists for the call) */
+            int rc = PyList_Append(PyList_GET_ITEM(cols, c->index), v);
+            Py_DECREF(v);
+            if (rc < 0)
+                return NULL;
+            continue;
+        }
         PyTuple_SET_ITEM(row, c->index, v);
         if (!pl->full)
             Py_DECREF(pl->absent);      /* the slot held ABSENT */
         continue;
     fail:
-        Py_DECREF(row);
+        Py_XDECREF(row);
         return NULL;
     }
+    *ppos = pos;
+    if (cols != NULL)
+        return Py_None;
     if (!tracked)
         PyObject_GC_UnTrack(row);
-    *ppos = pos;
     return row;
 }
 
@@ -736,19 +763,36 @@ rows_args(const char *name, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t 
     return 0;
 }
 
+/* A list of ncols lists (decode_columns' out / after_out): 0, or -1 with an error set. */
+static int
+check_columns(const char *what, PyObject *cols, const PlanObject *pl)
+{
+    int ok = PyList_CheckExact(cols) && PyList_GET_SIZE(cols) == pl->ncols;
+    for (Py_ssize_t i = 0; ok && i < pl->ncols; i++)
+        ok = PyList_CheckExact(PyList_GET_ITEM(cols, i));
+    if (!ok)
+        PyErr_Format(PyExc_TypeError, "%s must be a list of one list per column", what);
+    return ok ? 0 : -1;
+}
+
+/* decode_rows (out NULL: a list of rows) and decode_columns (the values appended to out and
+ * after_out: the number of rows), args being (data, pos, plan, after_plan, ...). */
 static PyObject *
-decode_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+decode_images(const char *name, PyObject *const *args, PyObject *out, PyObject *after_out)
 {
     Py_ssize_t pos;
     const PlanObject *p1, *p2;
     Py_buffer view;
-    if (rows_args("decode_rows", args, nargs, &pos, &p1, &p2, &view) < 0)
+    if (rows_args(name, args, 4, &pos, &p1, &p2, &view) < 0)
         return NULL;
     PyObject *data = args[0];
     const unsigned char *buf = (const unsigned char *)view.buf;
-    Py_ssize_t len = view.len;
+    Py_ssize_t len = view.len, n = 0;
     PyObject *rows = NULL;
     Raw *raws = NULL;
+    if (out != NULL && (check_columns("out", out, p1) < 0 ||
+                        (p2 != NULL && check_columns("after_out", after_out, p2) < 0)))
+        goto done;
     /* The raw bytes and values of the last (before) image: an update's after-image value whose
      * bytes equal the before image's is that same immutable object, as on the Python path;
      * DECIMAL/temporal values equal to the previous row's too. Cheap values (ints, floats,
@@ -760,42 +804,49 @@ decode_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     for (Py_ssize_t k = 0; k < p1->npresent; k++)
         raws[k].off = -1;
-    rows = PyList_New(0);
-    if (rows == NULL)
+    if (out == NULL && (rows = PyList_New(0)) == NULL)
         goto done;
     while (pos < len) {
         Py_ssize_t before_pos = pos;
-        PyObject *row = read_image(p1, data, buf, len, &pos, raws, NULL);
+        PyObject *row = read_image(p1, data, buf, len, &pos, raws, NULL, out);
         if (row == NULL)
             goto error;
         if (p2 != NULL) {
             PyObject *after = read_image(p2, data, buf, len, &pos, NULL,
-                                         p2 == p1 ? raws : NULL);
+                                         p2 == p1 ? raws : NULL, after_out);
             if (after == NULL) {
-                Py_DECREF(row);
+                if (out == NULL)
+                    Py_DECREF(row);
                 goto error;
             }
-            PyObject *pair = PyTuple_New(2);
-            if (pair == NULL) {
-                Py_DECREF(row);
-                Py_DECREF(after);
-                goto error;
+            if (out == NULL) {
+                PyObject *pair = PyTuple_New(2);
+                if (pair == NULL) {
+                    Py_DECREF(row);
+                    Py_DECREF(after);
+                    goto error;
+                }
+                PyTuple_SET_ITEM(pair, 0, row);
+                PyTuple_SET_ITEM(pair, 1, after);
+                if (!PyObject_GC_IsTracked(row) && !PyObject_GC_IsTracked(after))
+                    PyObject_GC_UnTrack(pair);
+                row = pair;
             }
-            PyTuple_SET_ITEM(pair, 0, row);
-            PyTuple_SET_ITEM(pair, 1, after);
-            if (!PyObject_GC_IsTracked(row) && !PyObject_GC_IsTracked(after))
-                PyObject_GC_UnTrack(pair);
-            row = pair;
         }
-        int rc = PyList_Append(rows, row);
-        Py_DECREF(row);
-        if (rc < 0)
-            goto error;
+        if (out == NULL) {
+            int rc = PyList_Append(rows, row);
+            Py_DECREF(row);
+            if (rc < 0)
+                goto error;
+        }
         if (pos == before_pos) {
             PyErr_SetString(PyExc_ValueError, "row image of no bytes (no column in the image)");
             goto error;
         }
+        n++;
     }
+    if (out != NULL)
+        rows = PyLong_FromSsize_t(n);
     goto done;
 error:
     Py_CLEAR(rows);
@@ -803,6 +854,28 @@ done:
     PyMem_Free(raws);
     PyBuffer_Release(&view);
     return rows;
+}
+
+static PyObject *
+decode_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 3 || nargs > 4) {
+        PyErr_SetString(PyExc_TypeError, "decode_rows(data, pos, plan, after_plan=None)");
+        return NULL;
+    }
+    PyObject *full[4] = {args[0], args[1], args[2], nargs == 4 ? args[3] : Py_None};
+    return decode_images("decode_rows", full, NULL, NULL);
+}
+
+static PyObject *
+decode_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "decode_columns(data, pos, plan, after_plan, out, after_out)");
+        return NULL;
+    }
+    return decode_images("decode_columns", args, args[4], args[5]);
 }
 
 /* Where one row image at pos (NULL bitmap first) ends, without building its values (a column
@@ -866,6 +939,12 @@ static PyMethodDef methods[] = {
      "decode_rows(data, pos, plan, after_plan=None) -> list\n\n"
      "Every row image of a rows event body from pos to the end of data: a list of tuples, or\n"
      "of (before, after) tuple pairs when after_plan is given (updates)."},
+    {"decode_columns", (PyCFunction)(void (*)(void))decode_columns, METH_FASTCALL,
+     "decode_columns(data, pos, plan, after_plan, out, after_out) -> int\n\n"
+     "decode_rows(data, pos, plan, after_plan) column by column: each row's values are\n"
+     "appended to out (a list of one list per column; after_out: the after images' when\n"
+     "after_plan is given, else None); returns the number of rows. The same values and\n"
+     "errors; on an error the lists hold the rows before it, in part."},
     {"count_rows", (PyCFunction)(void (*)(void))count_rows, METH_FASTCALL,
      "count_rows(data, pos, plan, after_plan=None) -> int\n\n"
      "len(decode_rows(...)) without building the rows (the same errors for images that do\n"

@@ -27,7 +27,8 @@ from cdc.values.kinds import ABSENT
 from cdc.values.temporal import OLD_TEMPORAL_ADVICE
 from cdc.values.types import build_decoder, column_layout
 
-__all__ = ["decode_images", "present_columns", "malformed_rows_error", "ImageReader", "RowPlans",
+__all__ = ["decode_images", "decode_image_columns", "append_columns", "present_columns",
+           "malformed_rows_error", "ImageReader", "RowPlans",
            # re-exported from cdc.rows.backend
            "DECODER_ENV", "active_decoder", "c_decoder_available", "set_default_decoder"]
 
@@ -80,6 +81,40 @@ def count_images(tmap, kind: str, data, pos: int, present1: tuple[int, ...],
         return rowdecode.count_rows(data, pos, p1, p2)
     except (ParseError, IndexError, ValueError, OverflowError, struct.error) as e:
         raise malformed_rows_error(tmap, kind, data, pos, present1, present2, partial, e) from None
+
+
+def decode_image_columns(tmap, kind: str, data, pos: int, present1: tuple[int, ...],
+                         present2: tuple[int, ...] | None, partial: bool = False,
+                         decoder: str | None = None, out: list | None = None,
+                         after_out: list | None = None) -> int:
+    """:func:`decode_images` column by column: each row's values are appended to *out* (one
+    list per column of the table; ABSENT where the image does not hold the column) and, for
+    updates, the after images' to *after_out*; returns the number of rows. The compiled
+    decoder appends as it decodes (no row tuples); the same values and errors either way."""
+    if not (uses_c(decoder) and not partial and hasattr(rowdecode, "decode_columns")):
+        rows = decode_images(tmap, kind, data, pos, present1, present2, partial, decoder)
+        return append_columns(rows, kind == "update", out, after_out)
+    plans = _settled_plans(tmap, kind, data, pos, present1, present2, partial)
+    p1 = plans.c_plan(present1)
+    p2 = None if kind != "update" else p1 if present2 == present1 else plans.c_plan(present2)
+    try:
+        try:
+            return rowdecode.decode_columns(data, pos, p1, p2, out, after_out)
+        except (IndexError, ValueError, struct.error) as e:     # as _c_rows_reader's
+            raise TruncatedEventError(f"row image of {tmap.qualified_name} is malformed: "
+                                      f"{e}") from None
+    except (ParseError, OverflowError) as e:      # as decode_images'
+        raise malformed_rows_error(tmap, kind, data, pos, present1, present2, partial, e) from None
+
+
+def append_columns(rows: list, update: bool, out: list, after_out: list | None) -> int:
+    """Decoded *rows* (:func:`decode_images`) appended column by column, as
+    :func:`decode_image_columns` does: the number of rows."""
+    for image, dest in (((r[0] for r in rows), out), ((r[1] for r in rows), after_out)) \
+            if update else ((rows, out),):
+        for column, values in zip(dest, zip(*image)):
+            column += values
+    return len(rows)
 
 
 def _settled_plans(tmap, kind: str, data, pos: int, present1, present2, partial: bool):

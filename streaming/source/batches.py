@@ -147,8 +147,15 @@ class BatchBuilder:
                                          (ts, server_id, file, pos, gtid, xid, prefix))
                 k += 1
                 yield
-            rows = ev.decode_rows()
-            n = len(rows)
+            if typed:
+                # typed images column by column (no row tuples): one list per table column
+                cols = [[] for _ in ev.table.columns] if ev.table is not None else []
+                cols_after = [[] for _ in cols] if ev.kind == "update" else None
+                n = ev.decode_columns(cols, cols_after)
+                rows, images = None, cols
+            else:
+                rows = images = ev.decode_rows()
+                n = len(rows)
             if not n:
                 continue
             if prefix is None:
@@ -163,18 +170,20 @@ class BatchBuilder:
             # every column, so no value is ABSENT (a PARTIAL_UPDATE_ROWS after image may still
             # hold ABSENT in a JSON column)
             if kind == "insert" or kind == "read":      # read: a snapshot row
-                op, before, after = ("c" if kind == "insert" else "r"), None, rows
+                op, before, after = ("c" if kind == "insert" else "r"), None, images
                 before_full, after_full = True, len(ev.present) == ncols
             elif kind == "delete":
-                op, before, after = "d", rows, None
+                op, before, after = "d", images, None
                 before_full, after_full = len(ev.present) == ncols, True
             else:
                 op = "u"
                 before_full = len(ev.present) == ncols
                 after_full = len(ev.present_after) == ncols and not ev.partial
-                before = None if before_full and after_full and not typed else \
-                    [r[0] for r in rows]
-                after = [r[1] for r in rows]
+                if typed:
+                    before, after = cols, cols_after
+                else:
+                    before = None if before_full and after_full else [r[0] for r in rows]
+                    after = [r[1] for r in rows]
             if typed:
                 self._typed(plan, before, before_full, ev.present, self.before, n)
                 self._typed(plan, after, after_full,
@@ -197,6 +206,9 @@ class BatchBuilder:
                 self.key += [None] * n
             else:
                 self.key_filled = True
+                if typed:       # the images as rows (tuples), as the key renderers take them
+                    before, after = (_rows(before), _rows(after))
+                    rows = after or before
                 src, full = (after, after_full) if after is not None else (rows, before_full)
                 if full:
                     render = plan.render_key if named is tmap else plan.key_renderer(pk)
@@ -360,7 +372,7 @@ class BatchBuilder:
         if images is None:
             out.append_nulls(n, counted=True)
             return
-        columns = list(zip(*images))        # the image's values, one tuple per column
+        columns = images        # the image's values, one list per column
         partial = None if full else set(present)
         for j, (child, i, conv, identity) in enumerate(zip(children, plan.typed_index,
                                                            self.converters, self.identity)):
@@ -479,6 +491,11 @@ _TYPED_CHUNK_VALUES = 16384
 # would import pandas, 0.2 s, in every Spark Python worker that merely looks the source up)
 _NO_BEFORE = ("c", "r", "t", "s")
 _NO_AFTER = ("d", "t", "s")
+
+
+def _rows(columns: list | None) -> list | None:
+    """Column lists (typed images) as row tuples."""
+    return None if columns is None else list(zip(*columns))
 
 
 class _TypedImage:

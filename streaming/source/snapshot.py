@@ -49,6 +49,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from cdc.binlog.tablemap import TableMap
 from cdc.binlog.transactions import Truncate
+from cdc.rows.decode import append_columns
 from cdc.errors import ConfigurationError
 from cdc.positions import Position
 from cdc.snapshot.plan import (SnapshotTable, count_rows, describe_table, estimated_rows,
@@ -297,6 +298,9 @@ class _ReadRows:
 
     def decode_rows(self) -> list:
         return self.rows
+
+    def decode_columns(self, out: list, after_out=None) -> int:
+        return append_columns(self.rows, False, out, after_out)
 
 
 class _ChunkRows:

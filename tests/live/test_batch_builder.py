@@ -306,6 +306,33 @@ def test_counted_rows_equal_decoded_rows(binlogs, row_decoder):
 
 
 @pytest.mark.server
+@pytest.mark.parametrize("row_decoder", ["c", "python"], indirect=True)
+def test_decoded_columns_equal_decoded_rows(binlogs, row_decoder):
+    """RowsEvent.decode_columns (what typed mode builds from: the compiled decoder appends each
+    value to its column's list, no row tuples) holds exactly decode_rows' values, column by
+    column, on every rows event of these binlogs: every column type, NULLs, zero dates, MINIMAL
+    and NOBLOB images (ABSENT where the image lacks the column), updates' two images; appended
+    after what the lists held already."""
+    events = [ev for tx in _transactions(binlogs) for ev in tx.rows_events]
+    assert {ev.kind for ev in events} == {"insert", "update", "delete"}
+    assert any(len(ev.present) < len(ev.table.columns) for ev in events)   # MINIMAL/NOBLOB
+    for ev in events:
+        rows = ev.decode_rows()
+        update = ev.kind == "update"
+        images = ([r[0] for r in rows], [r[1] for r in rows]) if update else (rows, None)
+        out = [["x"] for _ in ev.table.columns]
+        after = [["x"] for _ in ev.table.columns] if update else None
+        assert ev.decode_columns(out, after) == len(rows)
+        for got, image in zip((out, after), images):
+            if image is None:
+                continue
+            want = [["x"] + list(c) for c in zip(*image)]
+            assert got == want
+            # the same objects' types (Decimal stays Decimal, ABSENT stays ABSENT)
+            assert [[type(v) for v in c] for c in got] == [[type(v) for v in c] for c in want]
+
+
+@pytest.mark.server
 def test_literal_json_and_typed_values(binlogs):
     """The mapping itself, written out: exact decimals, ISO dates, Z for TIMESTAMP, escapes,
     base64, zero dates as text, TIME with a fraction, null."""

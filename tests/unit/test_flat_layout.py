@@ -14,6 +14,7 @@ pytest.importorskip("pyspark")
 from cdc.binlog.constants import ColumnType as T  # noqa: E402
 from cdc.errors import ConfigurationError, SchemaError  # noqa: E402
 from cdc.values.types import ColumnDef  # noqa: E402
+from cdc.rows.decode import append_columns  # noqa: E402
 from streaming.source.batches import BatchBuilder  # noqa: E402
 from streaming.contract.flat import META_COLUMNS, flat_schema, flatten, flatten_batches  # noqa: E402
 from streaming.source.options import SourceOptions  # noqa: E402
@@ -50,6 +51,8 @@ TMAP = _TMap(COLUMNS)
 
 def rows_event(kind, rows):
     return SimpleNamespace(kind=kind, table=TMAP, decode_rows=lambda: rows,
+                           decode_columns=lambda out, after=None: append_columns(
+                               rows, kind == "update", out, after),
                            present=list(range(3)), present_after=list(range(3)), partial=False)
 
 

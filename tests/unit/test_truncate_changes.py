@@ -464,6 +464,10 @@ def test_typed_snapshot_rows_have_a_null_before_struct():
         def decode_rows(self):
             return self.rows
 
+        def decode_columns(self, out, after_out=None):
+            from cdc.rows.decode import append_columns
+            return append_columns(self.rows, False, out, after_out)
+
     class Chunk:
         file, pos, gtid, xid, server_id, timestamp = FILE, 999, None, None, None, TS
         tables_by_name: dict = {}

@@ -13,7 +13,8 @@ from cdc.binlog.events.payload import maria_uncompress
 from cdc.binlog.tablemap import MAX_COLUMNS, apply_default_charset, decode_table_map
 from cdc.binlog.wire import read_lenenc
 from cdc.errors import ParseError, SchemaError, TruncatedEventError
-from cdc.rows.decode import count_images, decode_images, present_columns
+from cdc.rows.decode import (append_columns, count_images, decode_image_columns,
+                              decode_images, present_columns)
 
 
 def _located(e: ParseError, file, pos) -> ParseError:
@@ -92,6 +93,15 @@ class RowsEvent(Event):
                 return self._rows
             table = self.table
         return self._images(decode_images, table)
+
+    def decode_columns(self, out: list, after_out: list | None = None) -> int:
+        """:meth:`decode_rows` column by column, appended to *out* (one list per column of the
+        table; updates: the before images, and the after images to *after_out*); returns the
+        number of rows."""
+        if self._rows is not None:
+            return append_columns(self._rows, self.kind == "update", out, after_out)
+        return self._images(lambda *a: decode_image_columns(*a, out=out, after_out=after_out),
+                            self.table)
 
     def count_rows(self) -> int:
         """``len(self.decode_rows())``, without building the rows when the compiled decoder
