@@ -44,6 +44,12 @@ CASES = [
     (col(T.DATETIME2, 2), [b"2024-02-30 10:00:00.50"], False),
     (col(T.DATETIME2, 0), [b"0000-01-01 00:00:00"], False),  # year 0: Python has none
     (col(T.TIMESTAMP2, 3), [b"2024-01-02 03:04:05.120", b"1970-01-01 00:00:01.000"], True),
+    # every value with the same fraction digits, none zero: the padding is a literal
+    (col(T.DATETIME2, 3), [b"2024-01-02 03:04:05.123", None, b"2024-01-02 03:04:05.001"], True),
+    (col(T.DATETIME2, 3), [b"2024-01-02 03:04:05.120", b"2024-01-02 03:04:05.999"], True),
+    (col(T.TIMESTAMP2, 6), [b"2024-01-02 03:04:05.123456", b"2038-01-19 03:14:07.000001"], True),
+    (col(T.TIMESTAMP2, 0), [b"2024-01-02 03:04:05", None], True),
+    (col(T.DATETIME2, 5), [b"2024-01-02 03:04:05.00001", b"2024-01-02 03:04:05.00000"], True),
     (col(T.TIMESTAMP2, 0), [b"0000-00-00 00:00:00"], False),
     (col(T.DATE), [b"2024-01-02", None, b"0001-01-01"], True),
     (col(T.DATE), [b"2024-00-10", b"2024-01-02"], False),
@@ -70,10 +76,10 @@ def test_fragments_equal_the_row_path(column, texts, fast):
     assert got == want
     raw = pa.array(texts, pa.binary())
     if fast:
-        sc._fast_fragments(column, raw)       # no _Slow: Arrow renders this batch
+        sc._fast_parts(column, raw)       # no _Slow: Arrow renders this batch
     else:
         with pytest.raises(sc._Slow):
-            sc._fast_fragments(column, raw)
+            sc._fast_parts(column, raw)
 
 
 def test_images_and_keys_of_a_table():
