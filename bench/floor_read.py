@@ -19,10 +19,10 @@ import json
 from operator import itemgetter
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSource, InputPartition
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from streaming._compat import LegacyOffsets, ReadAllAvailable, ReadMaxRows
+from .floor import CountedBatches
 
 FORMAT = "bench-floor-read"
 FETCH_ROWS = 8192          # rows per fetch, as cdc.snapshot.reader's raw_batches
@@ -35,34 +35,17 @@ class _Chunk(InputPartition):
         self.args = args
 
 
-class ReadFloorReader(DataSourceStreamReader):
-    """Offsets count the planned micro-batches: ``{"batch": k}``, one per trigger (all of
-    them when the engine asks for everything available)."""
+class ReadFloorReader(CountedBatches):
+    """The planned micro-batches, each one's chunks its partitions."""
 
     def __init__(self, options: dict, batches: list, names: list[str]):
+        super().__init__(len(batches))
         self.options = options
         self.batches = batches
         self.names = names
-        self._legacy = LegacyOffsets()
 
-    def initialOffset(self) -> dict:
-        return {"batch": 0}
-
-    def getDefaultReadLimit(self):
-        return ReadMaxRows(1)
-
-    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
-        return self._legacy.latest(self) if start is None else self.latest_offset(start, limit)
-
-    def latest_offset(self, start: dict, limit, whole: bool = False) -> dict:
-        if isinstance(limit, ReadAllAvailable):
-            return {"batch": len(self.batches)}
-        return {"batch": min(len(self.batches), start["batch"] + 1)}
-
-    def partitions(self, start: dict, end: dict):
-        self._legacy.planned(start, end, lambda o: o["batch"])
-        return [_Chunk(sql, args) for b in range(start["batch"], end["batch"])
-                for sql, args in self.batches[b]]
+    def batch_partitions(self, batch: int) -> list:
+        return [_Chunk(sql, args) for sql, args in self.batches[batch]]
 
     def read(self, partition: _Chunk):
         from cdc.replica.config import ReplicaConfig
@@ -84,9 +67,6 @@ class ReadFloorReader(DataSourceStreamReader):
                         schema=schema)
         finally:
             conn.close()
-
-    def commit(self, end: dict) -> None:
-        pass
 
 
 class ReadFloorSource(DataSource):
