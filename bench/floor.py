@@ -85,6 +85,8 @@ class FloorReader(CountedBatches):
         return [_File(os.path.join(d, f)) for f in sorted(os.listdir(d))]
 
     def read(self, partition: _File):
+        from streaming.source.worker_heap import settle
+        settle()          # as the source's tasks do: no full collection of the imports per task
         with pa.memory_map(partition.path) as src:
             r = pa.ipc.open_file(src)
             for i in range(r.num_record_batches):

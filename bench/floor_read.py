@@ -50,6 +50,8 @@ class ReadFloorReader(CountedBatches):
     def read(self, partition: _Chunk):
         from cdc.replica.config import ReplicaConfig
         from cdc.snapshot.reader import connect_for_snapshot
+        from streaming.source.worker_heap import settle
+        settle()          # as the source's tasks do: no full collection of the imports per task
         o = self.options
         conn = connect_for_snapshot(ReplicaConfig(o["host"], int(o["port"]), o["user"],
                                                   o["password"]))
