@@ -93,7 +93,7 @@ def _temporal(raw: pa.Array, parse_type) -> pa.Array:
     if pc.any(pc.starts_with(text, "0000")).as_py():
         raise _Slow
     if sys.version_info < (3, 11) and parse_type != pa.date32() and not pc.all(pc.is_in(
-            pc.utf8_length(text), pa.array([19, 23, 26], pa.int32()))).as_py():
+            pc.drop_null(pc.utf8_length(text)), pa.array([19, 23, 26], pa.int32()))).as_py():
         raise _Slow       # Python 3.10's fromisoformat takes 3 or 6 fraction digits only
     return text
 

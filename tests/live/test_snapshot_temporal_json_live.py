@@ -6,6 +6,8 @@ column to the general form."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from cdc.replica.config import ReplicaConfig
@@ -74,6 +76,8 @@ def test_uniform_fraction_datetimes_equal_the_exact_path(server, db, client):
     # the zero fractions the general form (fraction dropped)
     import pyarrow.compute as pc
     for i, c in enumerate(defs[1:], 1):
+        if sys.version_info < (3, 11) and c.meta not in (0, 3, 6):
+            continue      # Python 3.10's fromisoformat: 3 or 6 fraction digits, the exact path
         values = [r[i] for r in uniform]
         parts = sc._fast_parts(c, pa.array(values, pa.binary()))
         if None not in values:
