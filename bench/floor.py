@@ -24,6 +24,7 @@ import time
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
 from streaming._compat import LegacyOffsets, ReadAllAvailable, ReadMaxRows
 from pyspark.sql.types import StructType
 
@@ -37,13 +38,13 @@ class _File(InputPartition):
         self.path = path
 
 
-class FloorReader(DataSourceStreamReader):
-    """Offsets count pre-built micro-batches: ``{"batch": k}``; one micro-batch per trigger
-    (all of them when the engine asks for everything available)."""
+class CountedBatches(DataSourceStreamReader):
+    """A stream of *count* planned micro-batches: offsets ``{"batch": k}``, one micro-batch per
+    trigger (all of them when the engine asks for everything available); a subclass gives
+    :meth:`batch_partitions` and ``read``."""
 
-    def __init__(self, root: str, batches: int):
-        self.root = root
-        self.batches = batches
+    def __init__(self, count: int):
+        self.count = count
         self._legacy = LegacyOffsets()      # PySpark 4.0/4.1: the next batch's start
 
     def initialOffset(self) -> dict:
@@ -58,25 +59,38 @@ class FloorReader(DataSourceStreamReader):
 
     def latest_offset(self, start: dict, limit, whole: bool = False) -> dict:
         if isinstance(limit, ReadAllAvailable):
-            return {"batch": self.batches}
-        return {"batch": min(self.batches, start["batch"] + 1)}
+            return {"batch": self.count}
+        return {"batch": min(self.count, start["batch"] + 1)}
 
     def partitions(self, start: dict, end: dict):
         self._legacy.planned(start, end, lambda o: o["batch"])
-        out = []
-        for b in range(start["batch"], end["batch"]):
-            d = os.path.join(self.root, str(b))
-            out += [_File(os.path.join(d, f)) for f in sorted(os.listdir(d))]
-        return out
+        return [p for b in range(start["batch"], end["batch"]) for p in self.batch_partitions(b)]
+
+    def batch_partitions(self, batch: int) -> list:
+        raise NotImplementedError
+
+    def commit(self, end: dict) -> None:
+        pass
+
+
+class FloorReader(CountedBatches):
+    """The pre-built micro-batches of *root*, one file per partition."""
+
+    def __init__(self, root: str, batches: int):
+        super().__init__(batches)
+        self.root = root
+
+    def batch_partitions(self, batch: int) -> list:
+        d = os.path.join(self.root, str(batch))
+        return [_File(os.path.join(d, f)) for f in sorted(os.listdir(d))]
 
     def read(self, partition: _File):
+        from streaming.source.worker_heap import settle
+        settle()          # as the source's tasks do: no full collection of the imports per task
         with pa.memory_map(partition.path) as src:
             r = pa.ipc.open_file(src)
             for i in range(r.num_record_batches):
                 yield r.get_batch(i)
-
-    def commit(self, end: dict) -> None:
-        pass
 
 
 class FloorSource(DataSource):

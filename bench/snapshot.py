@@ -13,7 +13,11 @@ DATETIME(3)) and measures on that table:
   snapshot's own rows, pre-built as Arrow, in the same partitions and batch sizes, same session,
   into ``foreachBatch(toArrow -> write_deltalake append)``; every path is also printed as a
   fraction of it (``bench floor``: also the envelopes into the upserter and table rows into
-  ``noop``, beside the project's path into ``noop``);
+  ``noop``, beside the project's path into ``noop``); ``bench floor`` also prints the floor of
+  the project's server read (:mod:`bench.floor_read`: the same chunks read from the same server
+  with the same client, each fetched batch as Arrow ``binary`` columns, nothing else) into
+  ``noop`` and append, and the project's paths as a fraction of it (the upserter beside its
+  append);
 * ``binlog-cdc snapshot``: ``readStream.format("binlog-cdc")`` with ``startingPosition=snapshot``,
   availableNow, ``foreachBatch(DeltaUpserter)`` (query start to end; the session is warm);
   ``typed (option table)``: the same in typed mode (``option("table", "db.orders")``: row images
@@ -147,11 +151,12 @@ def measure(spark, conn: dict, work: str, rows: int, chunk_rows: int,
             floor_all: bool = False, repeat: int = 1, out=print) -> list[tuple[str, str, int, float]]:
     """Every path as (path, sink, rows, seconds), the floor's beside the project's, in one run
     on *spark*. *floor_all*: every floor shape and sink, and the project's path into noop."""
-    from . import floor
+    from . import floor, floor_read
 
     def w(name):
         return os.path.join(work, name)
     floor.register(spark)
+    floor_read.register(spark)
     # the captures are the untimed warm-up too: Python workers, the JVM's JIT, both modes
     t0 = time.perf_counter()
     typed = floor.capture(_stream(spark, conn, chunk_rows, typed=True), work)
@@ -160,6 +165,7 @@ def measure(spark, conn: dict, work: str, rows: int, chunk_rows: int,
     pre = {"flat": floor.prebuild([floor.flat(t) for t in typed], w("pre-flat"), parts),
            "typed": floor.prebuild(typed, w("pre-typed"), parts),
            "json": floor.prebuild(env, w("pre-json"), parts)}
+    read_plan = floor_read.plan(conn, f"{DB}.orders", chunk_rows) if floor_all else None
     out(f"captured and pre-built the floor's batches in {time.perf_counter() - t0:.1f} s "
         f"({parts} partitions, {floor.ARROW_ROWS}-row Arrow batches)", flush=True)
     res = []
@@ -180,6 +186,9 @@ def measure(spark, conn: dict, work: str, rows: int, chunk_rows: int,
                   lambda o: _upserter(conn, o)),
                  ("floor: typed envelope", UPSERTER, lambda: pre["typed"].stream(spark),
                   lambda o: _upserter(conn, o)),
+                 (READ_FLOOR, APPEND, lambda: floor_read.stream(spark, conn, read_plan),
+                  lambda o: floor.appender(o)),
+                 (READ_FLOOR, "noop", lambda: floor_read.stream(spark, conn, read_plan), None),
                  (json_, "noop", lambda: _stream(spark, conn, chunk_rows), None),
                  (typed_, "noop", lambda: _stream(spark, conn, chunk_rows, typed=True), None)]
     best: dict = {}
@@ -197,6 +206,7 @@ def measure(spark, conn: dict, work: str, rows: int, chunk_rows: int,
 
 
 FLOOR = "floor: table rows (bench-floor source)"
+READ_FLOOR = "floor: server read, chunks as bytes (bench-floor-read source)"
 APPEND = "foreachBatch(toArrow -> write_deltalake append)"
 UPSERTER = "foreachBatch(DeltaUpserter)"
 
@@ -217,12 +227,17 @@ def table(res, rows: int, chunk_rows: int) -> str:
     lines = [f"{rows:,} rows, snapshotChunkRows {chunk_rows:,}; floor = {FLOOR} -> {APPEND}: "
              f"{fl:,.0f} rows/s, {fl_cpu:.1f} CPU s", "",
              "| path | sink | rows | seconds | rows/s | fraction of floor | CPU s: driver / JVM "
-             "/ workers | fraction of floor (CPU) | vs hand-written |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "/ workers | fraction of floor (CPU) | vs hand-written | fraction of server-read "
+             "floor |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for p, s, n, dt, c in res:
         frac_cpu = f"{fl_cpu / cpu[(p, s)]:.2f}" if c else "-"
+        # the project's path beside the floor of its own server read, into the same sink
+        # (the upserter beside the read floor's append)
+        read = rate.get((READ_FLOOR, APPEND if s == UPSERTER else s))
+        frac_read = f"{n / dt / read:.2f}" if read and p.startswith("binlog-cdc") else "-"
         lines.append(f"| {p} | {s} | {n:,} | {dt:.1f} | {n / dt:,.0f} | {n / dt / fl:.2f} | "
-                     f"{_cpu_text(c)} | {frac_cpu} | {n / dt / hand:.2f}x |")
+                     f"{_cpu_text(c)} | {frac_cpu} | {n / dt / hand:.2f}x | {frac_read} |")
     return "\n".join(lines) + "\n"
 
 

@@ -61,8 +61,8 @@ from cdc.snapshot.plan import SnapshotTable, quote_name, range_condition
 from cdc.snapshot.textrows import pymysql_batches
 from cdc.snapshot.values import SESSION_SQL, raw_connect_kwargs, row_converter, select_list
 
-__all__ = ["ChunkPosition", "SnapshotChunkReader", "connect_for_snapshot", "snapshot_client",
-           "owned_gtids", "CLIENTS"]
+__all__ = ["ChunkPosition", "SnapshotChunkReader", "chunk_select", "connect_for_snapshot",
+           "snapshot_client", "owned_gtids", "CLIENTS"]
 
 log = logging.getLogger("cdc.snapshot")
 
@@ -300,11 +300,7 @@ class SnapshotChunkReader:
         """The chunk's rows as the client returns them (tuples of the server's ``bytes``, None
         for NULL, in :meth:`SnapshotTable.column_defs` order, selected with
         :func:`~cdc.snapshot.values.select_list`); :meth:`batches` converts them."""
-        t = self.table
-        columns = t.column_defs()
-        where, args = range_condition(t.key, self.after, self.upto)
-        order = (" ORDER BY " + ", ".join(quote_name(k) for k in t.key)) if t.key else ""
-        sql = f"SELECT {select_list(columns)} FROM {t.sql_name} WHERE {where}{order}"
+        sql, args = chunk_select(self.table, self.after, self.upto)
         try:
             with self.conn.cursor() as cur:
                 cur.execute(sql, args)
@@ -331,6 +327,16 @@ class SnapshotChunkReader:
         if self.config is not None:
             return mysql_error(e, self.config)
         return CdcError(f"snapshot of {self.table.name}: {e}")
+
+
+def chunk_select(table: SnapshotTable, after: Sequence | None,
+                 upto: Sequence | None) -> tuple[str, list]:
+    """The statement (and its parameters) that reads the rows ``after < key <= upto`` of
+    *table* in key order, columns as :func:`~cdc.snapshot.values.select_list` selects them."""
+    where, args = range_condition(table.key, after, upto)
+    order = (" ORDER BY " + ", ".join(quote_name(k) for k in table.key)) if table.key else ""
+    return (f"SELECT {select_list(table.column_defs())} FROM {table.sql_name} "
+            f"WHERE {where}{order}", args)
 
 
 def _pymysql(conn) -> bool:

@@ -394,4 +394,6 @@ class SnapshotBatchReader(DataSourceReader):
         return chunks
 
     def read(self, partition: SnapshotChunk) -> Iterator:
+        from streaming.source.worker_heap import settle
+        settle()
         return read_chunk(self.opts, self.schema, self.columns, partition)

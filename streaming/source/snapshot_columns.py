@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 from operator import itemgetter
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -58,8 +59,26 @@ def _strings(raw: pa.Array) -> pa.Array:
         raise _Slow from None
 
 
-def _quoted(text: pa.Array, suffix: str = "") -> pa.Array:
-    return pc.binary_join_element_wise('"', text, suffix + '"', "")
+class _Parts(NamedTuple):
+    """A column's JSON texts as ``open + text + close`` (*open*, *close*: literal text; *text*
+    without nulls when either is set): :func:`_object` folds the literals into the separators,
+    so a quoted column costs no pass of its own."""
+
+    open: str
+    text: pa.Array
+    close: str = ""
+
+    def joined(self) -> pa.Array:
+        if not (self.open or self.close):
+            return self.text
+        return pc.binary_join_element_wise(self.open, self.text, self.close, "")
+
+
+def _quoted(text: pa.Array, suffix: str = "") -> _Parts:
+    """``"text<suffix>"`` for each value (nulls stay null)."""
+    if text.null_count:
+        return _Parts("", pc.binary_join_element_wise('"', text, suffix + '"', ""))
+    return _Parts('"', text, suffix + '"')
 
 
 def _temporal(raw: pa.Array, parse_type) -> pa.Array:
@@ -74,36 +93,46 @@ def _temporal(raw: pa.Array, parse_type) -> pa.Array:
     if pc.any(pc.starts_with(text, "0000")).as_py():
         raise _Slow
     if sys.version_info < (3, 11) and parse_type != pa.date32() and not pc.all(pc.is_in(
-            pc.utf8_length(text), pa.array([19, 23, 26], pa.int32()))).as_py():
+            pc.drop_null(pc.utf8_length(text)), pa.array([19, 23, 26], pa.int32()))).as_py():
         raise _Slow       # Python 3.10's fromisoformat takes 3 or 6 fraction digits only
     return text
 
 
-def _iso_datetime(text: pa.Array) -> pa.Array:
-    """``YYYY-MM-DD HH:MM:SS[.fff]`` -> ``datetime.isoformat()``: ``T``, a fraction of zeros
-    dropped, any other fraction padded to 6 digits."""
+def _iso_datetime(text: pa.Array, suffix: str = "") -> _Parts:
+    """``YYYY-MM-DD HH:MM:SS[.fff]`` -> the JSON text of ``datetime.isoformat()`` (and
+    *suffix*): ``T``, a fraction of zeros dropped, any other fraction padded to 6 digits. The
+    server prints a column's values with the same number of fraction digits: then the padding
+    is a literal, and only a column with a zero fraction somewhere takes the general form."""
+    lengths = pc.min_max(pc.utf8_length(text))
+    lo, hi = lengths["min"].as_py(), lengths["max"].as_py()
+    if lo == hi == 19:
+        return _quoted(pc.replace_substring(text, " ", "T", max_replacements=1), suffix)
+    if lo == hi and lo is not None and 21 <= lo <= 26 and \
+            not pc.any(pc.ends_with(text, "." + "0" * (lo - 20))).as_py():
+        iso = pc.replace_substring(text, " ", "T", max_replacements=1)
+        return _quoted(iso, "0" * (26 - lo) + suffix)
     text = pc.replace_substring_regex(text, r"\.0+$", "")
     text = pc.if_else(pc.greater(pc.utf8_length(text), 19), pc.utf8_rpad(text, 26, "0"), text)
-    return pc.replace_substring(text, " ", "T", max_replacements=1)
+    return _quoted(pc.replace_substring(text, " ", "T", max_replacements=1), suffix)
 
 
-def _fast_fragments(col: ColumnDef, raw: pa.Array) -> pa.Array:
+def _fast_parts(col: ColumnDef, raw: pa.Array) -> _Parts:
     """The JSON texts of a column's non-null values by Arrow compute (nulls stay null), or
     :class:`_Slow`."""
     rt = col.real_type
     try:
         if rt in _SIGNED_INTS:
             big = pa.uint64() if rt == T.LONGLONG and col.unsigned else pa.int64()
-            return _strings(raw).cast(big).cast(pa.string())
+            return _Parts("", _strings(raw).cast(big).cast(pa.string()))
         if rt in _DECIMALS:
             text = _strings(raw)
             if not pc.all(pc.match_substring_regex(text, _PLAIN_DECIMAL)).as_py():
                 raise _Slow
-            return text
+            return _Parts("", text)
         if rt in _DATETIMES:
-            return _quoted(_iso_datetime(_temporal(raw, pa.timestamp("us"))))
+            return _iso_datetime(_temporal(raw, pa.timestamp("us")))
         if rt in _TIMESTAMPS:
-            return _quoted(_iso_datetime(_temporal(raw, pa.timestamp("us"))), "Z")
+            return _iso_datetime(_temporal(raw, pa.timestamp("us")), "Z")
         if rt in _DATES:
             return _quoted(_temporal(raw, pa.date32()))
         if rt == T.ENUM and col.enum_values is not None:
@@ -111,7 +140,7 @@ def _fast_fragments(col: ColumnDef, raw: pa.Array) -> pa.Array:
             index = _strings(raw).cast(pa.int64())
             if (pc.max(index).as_py() or 0) >= len(members):
                 raise _Slow           # a number past the members: the number itself
-            return pc.take(members, index)
+            return _Parts("", pc.take(members, index))
         if rt in _TEXTS and col.collation is not None and codec_of(col.collation) == "utf-8":
             text = _strings(raw)
             if pc.any(pc.match_substring_regex(text, _NEEDS_ESCAPE)).as_py():
@@ -131,15 +160,22 @@ def _slow_fragments(col: ColumnDef, values) -> pa.Array:
 def column_fragments(col: ColumnDef, values) -> pa.Array:
     """The JSON text of each of a column's values (the client's ``bytes``, None for NULL), as
     :func:`~cdc.values.render.row_json` renders the converted value: a string array."""
+    return _column_parts(col, values).joined()
+
+
+def _column_parts(col: ColumnDef, values) -> _Parts:
+    """:func:`column_fragments` as :class:`_Parts`."""
     try:
         raw = pa.array(values, pa.binary())
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
-        return _slow_fragments(col, values)
+        return _Parts("", _slow_fragments(col, values))
     try:
-        fragments = _fast_fragments(col, raw)
+        parts = _fast_parts(col, raw)
     except _Slow:
-        return _slow_fragments(col, values)
-    return fragments.fill_null("null") if raw.null_count else fragments
+        return _Parts("", _slow_fragments(col, values))
+    if raw.null_count:         # the parts' text holds the nulls: no literals around it
+        return _Parts("", parts.text.fill_null("null"))
+    return parts
 
 
 def _column(rows: list, i: int) -> list:
@@ -154,13 +190,17 @@ def _columns(rows: list, n: int | None = None) -> list[list]:
     return [_column(rows, i) for i in range(n)]
 
 
-def _object(names, fragments: list) -> pa.Array:
-    parts: list = []
-    for i, (name, f) in enumerate(zip(names, fragments)):
-        parts.append(("{" if i == 0 else ", ") + _json_str(name) + ": ")
-        parts.append(f)
-    parts.append("}")
-    return pc.binary_join_element_wise(*parts, "")
+def _object(names, parts: list[_Parts]) -> pa.Array:
+    """``{"name": <value>, ...}`` of each row: one join of the columns' texts, the literals
+    between them (separators, names, each column's open and close) merged."""
+    args: list = []
+    literal = "{"
+    for i, (name, p) in enumerate(zip(names, parts)):
+        literal += ("" if i == 0 else ", ") + _json_str(name) + ": " + p.open
+        args += [literal, p.text]
+        literal = p.close
+    args.append(literal + "}")
+    return pc.binary_join_element_wise(*args, "")
 
 
 class JsonImages:
@@ -176,20 +216,20 @@ class JsonImages:
         """(the rows' ``after`` texts, their key texts or None without a primary key)."""
         if not self.columns:
             return pa.array(["{}"] * len(rows), pa.string()), None
-        fragments = [column_fragments(c, vals) for c, vals in zip(self.columns, _columns(rows))]
-        return _object(self.names, fragments), self._key(fragments)
+        parts = [_column_parts(c, vals) for c, vals in zip(self.columns, _columns(rows))]
+        return _object(self.names, parts), self._key(parts)
 
     def keys(self, rows: list) -> pa.Array | None:
         """The rows' key texts alone (None without a primary key)."""
         if self.key is None:
             return None
-        return self._key({i: column_fragments(self.columns[i], _column(rows, i))
+        return self._key({i: _column_parts(self.columns[i], _column(rows, i))
                           for i in self.key})
 
-    def _key(self, fragments) -> pa.Array | None:
+    def _key(self, parts) -> pa.Array | None:
         if self.key is None:
             return None
-        return _object([self.names[i] for i in self.key], [fragments[i] for i in self.key])
+        return _object([self.names[i] for i in self.key], [parts[i] for i in self.key])
 
 
 # --- typed images ---------------------------------------------------------------------------------

@@ -400,6 +400,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # --- executors -------------------------------------------------------------------------
 
     def read(self, partition: "BinlogChunk") -> Iterator:
+        from streaming.source.worker_heap import settle
+        settle()
         if self.opts.layout == "flat":
             from streaming.contract.flat import flatten_batches
             return flatten_batches(self._read(partition), self.columns)

@@ -1,5 +1,7 @@
 """``python -m bench floor`` on a small table: the trivial source replays the snapshot's rows
-(every row, in each shape) and the table prints every path with its fraction of the floor.
+(every row, in each shape), the read floor reads the snapshot's chunks from the server, and the
+table prints every path with its fraction of the floor (and the project's paths with their
+fraction of the read floor).
 Timings are not checked (a benchmark, not a timed test)."""
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ pytest.importorskip("deltalake")
 pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
+READ_FLOOR = "floor: server read, chunks as bytes (bench-floor-read source)"
 
 
 def test_floor_prints_every_path_beside_the_floor(tmp_path):
@@ -38,6 +41,8 @@ def test_floor_prints_every_path_beside_the_floor(tmp_path):
                  ("binlog-cdc snapshot, JSON envelope", upserter),
                  ("binlog-cdc snapshot, typed (option table)", upserter),
                  ("binlog-cdc snapshot, JSON envelope", "noop"),
+                 (READ_FLOOR, "noop"),
+                 (READ_FLOOR, "foreachBatch(toArrow -> write_deltalake append)"),
                  ("hand-written", "write_deltalake (one transaction)")]:
         assert want in paths, (want, paths)
     number = re.compile(r"^[0-9][0-9,]*(\.[0-9]+)?x?$")
@@ -45,3 +50,5 @@ def test_floor_prints_every_path_beside_the_floor(tmp_path):
         assert r[2] == "3,000", r                  # every path saw every row, the floor too
         assert all(number.match(c) or c == "-" for c in r[2:6] + r[7:]), r
         assert r[6] == "-" or re.match(r"^[0-9.]+ / [0-9.]+ / [0-9.]+$", r[6]), r
+        # the project's paths beside the floor of their own server read, the others not
+        assert (r[9] != "-") == r[0].startswith("binlog-cdc"), r
