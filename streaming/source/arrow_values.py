@@ -12,6 +12,9 @@ itself is never touched, so a pandas UDF sharing the worker sees pyarrow as usua
 from __future__ import annotations
 
 from array import array as _carray
+from functools import partial
+from itertools import repeat
+from operator import is_not
 
 import pyarrow as pa
 
@@ -54,23 +57,27 @@ def array(values: list, type: pa.DataType) -> pa.Array:
 
 
 def _validity(values: list, n: int):
-    """The validity bitmap of *values* (None: null), or None when none is null."""
+    """The validity bitmap of *values* (None: null) and its bytes (1: a value), or (None, None)
+    when none is null."""
     if None not in values:
-        return None
-    valid = np.fromiter((v is not None for v in values), bool, n)
-    return pa.py_buffer(np.packbits(valid, bitorder="little"))
+        return None, None
+    valid = np.frombuffer(bytes(map(is_not, values, repeat(None))), bool)
+    return pa.py_buffer(np.packbits(valid, bitorder="little")), valid
 
 
 def _integers(values: list, type: pa.DataType, code: str) -> pa.Array:
     n = len(values)
-    validity = _validity(values, n)
-    original = values
-    if validity is not None:
-        values = [0 if v is None else v for v in values]
+    validity = None
     try:
         data = _carray(code, values)    # OverflowError out of range, as pa.array's
-    except TypeError:   # not all int (floats, Decimals, strings): pa.array's conversions
-        return pa.array(original, type)
+    except TypeError:                   # nulls, or not all int
+        validity, _ = _validity(values, n)
+        try:
+            if validity is None:
+                raise
+            data = _carray(code, [0 if v is None else v for v in values])
+        except TypeError:   # floats, Decimals, strings...: pa.array's conversions
+            return pa.array(values, type)
     return pa.Array.from_buffers(type, n, [validity, pa.py_buffer(data)])
 
 
@@ -78,22 +85,32 @@ def strings(values: list) -> pa.Array | None:
     """``pa.array(values, pa.string())`` of a list of str (None: null) from buffers; None when
     they are not all str or None, or too long for one array (``pa.array`` decides then)."""
     n = len(values)
-    validity = _validity(values, n)
-    texts = values if validity is None else ["" if v is None else v for v in values]
+    validity = valid = None
+    texts = values
     try:
         text = "".join(texts)
-    except TypeError:       # bytes, numbers...: pa.array's conversions
-        return None
+    except TypeError:       # nulls, or bytes, numbers...: pa.array's conversions
+        validity, valid = _validity(values, n)
+        if validity is None:
+            return None
+        texts = list(filter(partial(is_not, None), values))
+        try:
+            text = "".join(texts)
+        except TypeError:
+            return None
     if text.isascii():
         data = text.encode("ascii")
-        lengths = np.fromiter(map(len, texts), np.int64, n)
+        lengths = np.fromiter(map(len, texts), np.int64, len(texts))
     else:
         try:
             encoded = [t.encode() for t in texts]
         except UnicodeEncodeError:      # lone surrogates: pa.array's error
             return None
         data = b"".join(encoded)
-        lengths = np.fromiter(map(len, encoded), np.int64, n)
+        lengths = np.fromiter(map(len, encoded), np.int64, len(texts))
+    if valid is not None:       # nulls: no bytes
+        lengths, present = np.zeros(n, np.int64), lengths
+        lengths[valid] = present
     if len(data) > _MAX_OFFSET:
         return None
     offsets = np.zeros(n + 1, np.int32)
