@@ -231,10 +231,11 @@ def warm_up_runs(spark, server, conn, work: str, rows: int, modes, max_events: i
         out(f"warm-up ({mode}, {rows:,} inserts, not timed): {time.perf_counter() - t:.1f} s")
 
 
-def start_time(spark, conn, work: str, tag: str) -> tuple[float, float]:
-    """Seconds from start() to the first micro-batch committed in Delta (one row waiting), and
-    the CPU seconds the JVM and the Python workers spent meanwhile (:class:`bench.floor.CpuMeter`:
-    on a shared machine the wall clock moves with the load, the CPU much less)."""
+def start_time(spark, conn, work: str, tag: str) -> tuple[float, float, float]:
+    """Seconds from start() to the first micro-batch committed in Delta (one row waiting), the
+    CPU seconds the JVM and the Python workers spent meanwhile, and the Python workers' alone
+    (:class:`bench.floor.CpuMeter`: on a shared machine the wall clock moves with the load, the
+    CPU much less)."""
     db = f"bench_start_{tag}"
     server_exec = conn["_server"].execute
     server_exec(f"DROP DATABASE IF EXISTS {db}")
@@ -250,7 +251,7 @@ def start_time(spark, conn, work: str, tag: str) -> tuple[float, float]:
         {"availableNow": True}), "start run")
 
 
-def floor_start(conn, work: str) -> tuple[float, float]:
+def floor_start(conn, work: str) -> tuple[float, float, float]:
     """:func:`start_time`'s cold start for :mod:`bench.floor_ticks`' trivial source (one row
     into the same sink) on a fresh session of its own."""
     from . import floor_ticks
@@ -463,9 +464,9 @@ def table(res: dict) -> str:
         lines += [f"| {_rate(x)} | " + " | ".join(_f(x["costs"][k]) for k in keys) + " |"
                   for x in res["latency"]]
     s, m = res["start"], res["rss"]
-    lines += ["", "| start -> first batch in Delta | seconds | CPU s (JVM + Python workers) |"
-              "\n|---|---:|---:|"]
-    lines += [f"| {name} | {s[k][0]:.2f} | {s[k][1]:.2f} |" for k, name in (
+    lines += ["", "| start -> first batch in Delta | seconds | CPU s (JVM + Python workers) | "
+                  "of which Python workers |\n|---|---:|---:|---:|"]
+    lines += [f"| {name} | {s[k][0]:.2f} | {s[k][1]:.2f} | {s[k][2]:.2f} |" for k, name in (
         ("cold", "cold (fresh session)"), ("floor", "floor: trivial source, cold (fresh session)"),
         ("warm", "warm"))]
     lines += ["", "| peak RSS (MiB) | driver Python | JVM | largest Python worker | "

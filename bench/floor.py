@@ -240,10 +240,11 @@ class CpuMeter:
         return {k: max(0.0, v) for k, v in out.items()}
 
 
-def first_batch(up, start, what: str) -> tuple[float, float]:
+def first_batch(up, start, what: str) -> tuple[float, float, float]:
     """Seconds from *start* (``start(foreachBatch function) -> StreamingQuery``) to the first
-    micro-batch applied by the sink *up*, and the CPU seconds the JVM and the Python workers
-    spent meanwhile (:class:`CpuMeter`); then waits for the query's end and closes *up*.
+    micro-batch applied by the sink *up*, the CPU seconds the JVM and the Python workers
+    spent meanwhile, and of those the Python workers' (:class:`CpuMeter`); then waits for the
+    query's end and closes *up*.
     RuntimeError naming *what* when no batch came or the query failed."""
     done = threading.Event()
 
@@ -261,7 +262,7 @@ def first_batch(up, start, what: str) -> tuple[float, float]:
     up.close()
     if not ok or q.exception() is not None:
         raise RuntimeError(f"{what} failed: {q.exception()}")
-    return dt, cpu["jvm"] + cpu["workers"]
+    return dt, cpu["jvm"] + cpu["workers"], cpu["workers"]
 
 
 def run(stream_df, sink, work: str) -> tuple[int, float, dict]:

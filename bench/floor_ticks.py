@@ -105,8 +105,9 @@ class Ticks:
         self._f.close()
 
 
-def cold_start(conn: dict, db: str, table: str, work: str) -> tuple[float, float]:
-    """Seconds (and CPU seconds of the JVM and the Python workers meanwhile) from ``start()``
+def cold_start(conn: dict, db: str, table: str, work: str) -> tuple[float, float, float]:
+    """Seconds (and CPU seconds of the JVM and the Python workers meanwhile, and of the Python
+    workers alone: :func:`bench.floor.first_batch`) from ``start()``
     to the first micro-batch in Delta of a one-row tick stream on a
     fresh session of its own (a child process: a new JVM and new Python workers, as the
     stream's cold start has), into ``foreachBatch(DeltaUpserter)``; *db*.*table* (``id``,
@@ -117,11 +118,10 @@ def cold_start(conn: dict, db: str, table: str, work: str) -> tuple[float, float
                          capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         raise RuntimeError(f"the floor's cold start failed: {out.stderr[-2000:]}")
-    dt, cpu = out.stdout.strip().splitlines()[-1].split()
-    return float(dt), float(cpu)
+    return tuple(float(x) for x in out.stdout.strip().splitlines()[-1].split())
 
 
-def _child(args: dict) -> tuple[float, float]:
+def _child(args: dict) -> tuple[float, float, float]:
     from .e2e import _upserter
     from .floor import first_batch
     from .spark import session

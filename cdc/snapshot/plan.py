@@ -24,6 +24,7 @@ from typing import Callable, NamedTuple, Sequence
 from cdc.errors import ConfigurationError
 from cdc.replica.metadata import ServerColumn, read_columns
 from cdc.replica.server import system_schemas_sql, table_unique_keys
+from cdc.snapshot import SNAPSHOT_BATCH_ROWS
 
 __all__ = ["SNAPSHOT_BATCH_ROWS", "SnapshotTable", "list_tables", "choose_key", "describe_table",
            "encode_key", "decode_key", "range_condition", "next_bound", "count_rows",
@@ -31,9 +32,6 @@ __all__ = ["SNAPSHOT_BATCH_ROWS", "SnapshotTable", "list_tables", "choose_key", 
 
 log = logging.getLogger("cdc.snapshot")
 
-#: Rows of one micro-batch of a stream's snapshot at most (the stream's snapshotRowsPerTrigger
-#: default): the binlog is read along in each batch, so it must be kept for one batch's time
-SNAPSHOT_BATCH_ROWS = 500_000
 
 Query = Callable[..., list]
 

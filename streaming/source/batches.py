@@ -19,6 +19,7 @@ from cdc.values.render import (compile_json_pair_renderer, compile_json_renderer
                                to_json_text)
 
 from streaming._compat import to_arrow_schema, to_arrow_type
+from streaming.source.arrow_values import array
 from streaming.contract.spark_schema import IDENTITY_TYPES, SOURCE_TYPE, image_struct, spark_column
 
 
@@ -405,7 +406,7 @@ class BatchBuilder:
     @staticmethod
     def _arrow(field, vals: list) -> pa.Array:
         try:
-            return pa.array(vals, type=field.type)
+            return array(vals, field.type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
             raise SchemaError(f"typed mode: values of column {field.name} do not fit its "
                               f"Spark type {field.type} (was the table altered?): {e}") from None
@@ -423,18 +424,20 @@ class BatchBuilder:
             return None
         s = self.arrow_schema
         (_, op, db, table, ts, server, file, pos, gtid, xid, prefix) = zip(*self.events)
-        run_ends = pa.array([e[0] for e in self.events], pa.int64())
+        run_ends = array([e[0] for e in self.events], pa.int64())
 
         def runs(values, type):
-            return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(
-                run_ends, pa.array(values, type)))
+            # from_buffers: from_arrays asks pa.scalar (pandas, arrow_values) for the length
+            return pc.run_end_decode(pa.RunEndEncodedArray.from_buffers(
+                pa.run_end_encoded(pa.int64(), type), n, [None], 0, 0,
+                [run_ends, array(values, type)]))
 
         def strings(values, filled):
             if isinstance(values, pa.Array):
                 return values
-            return pa.array(values, pa.string()) if filled else pa.nulls(n, pa.string())
+            return array(values, pa.string()) if filled else pa.nulls(n, pa.string())
 
-        row = pa.array(self.s_row, SOURCE_ROW_TYPE)
+        row = array(self.s_row, SOURCE_ROW_TYPE)
         op = runs(op, pa.string())
         columns = {     # each envelope column, built only if the schema has it (option fields)
             "op": lambda: op, "db": lambda: runs(db, pa.string()),
@@ -449,9 +452,10 @@ class BatchBuilder:
             # seq: "%010d" of the row index after the transaction's prefix
             # (streaming.contract.envelope.seq)
             "seq": lambda: pc.binary_join_element_wise(
-                runs(prefix, pa.string()), pc.utf8_lpad(pc.cast(row, pa.string()), 10, "0"), ""),
-            "schema_change": lambda: (pa.array([self.change_texts.get(i) for i in range(n)],
-                                               pa.string()) if self.change_texts
+                runs(prefix, pa.string()), pc.utf8_lpad(pc.cast(row, pa.string()), 10, "0"),
+                _NO_SEPARATOR),
+            "schema_change": lambda: (array([self.change_texts.get(i) for i in range(n)],
+                                            pa.string()) if self.change_texts
                                       else pa.nulls(n, pa.string())),
         }
         arrays = [columns[name]() for name in s.names]
@@ -465,8 +469,8 @@ class BatchBuilder:
             return image
         if self.typed:
             # null structs where the op has no such image (r: a snapshot row, t: a truncate)
-            return self._typed_array(image, mask=pc.is_in(op, pa.array(no_image, pa.string())))
-        return pa.array(image, pa.string()) if filled else pa.nulls(len(op), pa.string())
+            return self._typed_array(image, mask=pc.is_in(op, array(no_image, pa.string())))
+        return array(image, pa.string()) if filled else pa.nulls(len(op), pa.string())
 
     @staticmethod
     def _source(runs, st, server, file, pos, gtid, row, xid) -> pa.StructArray:
@@ -491,6 +495,9 @@ _TYPED_CHUNK_VALUES = 16384
 # would import pandas, 0.2 s, in every Spark Python worker that merely looks the source up)
 _NO_BEFORE = ("c", "r", "t", "s")
 _NO_AFTER = ("d", "t", "s")
+# seq's separator: a Scalar already (pyarrow.compute makes a Python "" one with pa.scalar, which
+# imports pandas: streaming.source.arrow_values)
+_NO_SEPARATOR = array([""], pa.string())[0]
 
 
 def _rows(columns: list | None) -> list | None:

@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-from cdc.binlog.transactions import TableFilter
 from cdc.errors import ConfigurationError, did_you_mean
 from cdc.positions import Start
-from cdc.snapshot.plan import SNAPSHOT_BATCH_ROWS
+from cdc.snapshot import SNAPSHOT_BATCH_ROWS
 from cdc.replica.config import (ON_UNPARSED_DDL, PASSWORD_ENV, ReplicaConfig, RetryPolicy,
                                 Secret, SslOptions, random_server_id, read_password)
 
 from streaming.contract.envelope import ENVELOPE_FIELDS
-from streaming.source.storage import storage_settings
+
+if TYPE_CHECKING:
+    from cdc.binlog.transactions import TableFilter
 
 #: Where the source's password is set, named by an authentication error.
 PASSWORD_HINT = f"the Spark options password or passwordFile, or {PASSWORD_ENV} in the " \
@@ -350,6 +351,7 @@ class SourceOptions:
                 raise ConfigurationError(f"option rowDecoder must be c, python or auto, not "
                                          f"{get('rowDecoder')!r}")
         _schema_options(get, kw)
+        from streaming.source.storage import storage_settings     # (binlog files: a batch)
         kw["storage"] = storage_settings(storage)
         opts = cls(**kw)
         if streaming:
@@ -396,6 +398,8 @@ class SourceOptions:
             password_hint=PASSWORD_HINT)
 
     def table_filter(self) -> TableFilter | None:
+        # (imported here: every Spark Python worker imports this module, few filter tables)
+        from cdc.binlog.transactions import TableFilter
         include = [self.table] if self.table else list(self.include_tables)
         if include and self.signal_table:
             include.append(self.signal_table)      # its rows are read (and delivered) too

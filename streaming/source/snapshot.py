@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
@@ -55,11 +55,17 @@ from cdc.positions import Position
 from cdc.snapshot.plan import (SnapshotTable, count_rows, describe_table, estimated_rows,
                                list_tables, next_bound)
 from cdc.snapshot.progress import SnapshotProgress
-from cdc.snapshot.reader import SnapshotChunkReader, connect_for_snapshot
 
-from streaming.source.batches import BatchBuilder, record_batches
-from streaming.source.snapshot_columns import JsonImages, TypedImages
 from streaming.source.spark_errors import user_errors
+
+if TYPE_CHECKING:
+    from cdc.snapshot.reader import SnapshotChunkReader
+
+    from streaming.source.batches import BatchBuilder
+
+# The stream reader imports this module in every Python worker of a stream (the driver-side
+# reader, planning, the tasks); what only a snapshot chunk's task needs (the chunk reader, Arrow
+# batches: pyarrow.compute) is imported by read_chunk.
 
 __all__ = ["KEY", "in_snapshot", "initial_offset", "next_state", "with_state", "after_data_loss",
            "lost_at", "partitions", "chunk_rows", "SnapshotChunk", "read_chunk",
@@ -330,6 +336,9 @@ class _ChunkRows:
 
 def read_chunk(opts, schema, typed_columns, chunk: SnapshotChunk) -> Iterator:
     """The Arrow record batches of one chunk (on an executor)."""
+    from cdc.snapshot.reader import SnapshotChunkReader, connect_for_snapshot
+
+    from streaming.source.batches import BatchBuilder, record_batches
     config = opts.replica_config()
     tmap = _table_map(chunk.table)
     conn = connect_for_snapshot(config)
@@ -353,6 +362,7 @@ def _column_batches(reader: SnapshotChunkReader, tmap: TableMap, tx: _ChunkRows,
     """A chunk's batches, each fetched batch of rows converted column by column
     (:mod:`streaming.source.snapshot_columns`): the rows
     :func:`~streaming.source.batches.record_batches` gives for the converted rows."""
+    from streaming.source.snapshot_columns import JsonImages, TypedImages
     names, key = tmap.column_names, tmap.primary_key
     if builder.typed:
         images = TypedImages(tmap.columns, names, key, builder.names, builder.image_fields,

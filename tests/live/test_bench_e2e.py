@@ -69,6 +69,7 @@ def test_e2e_tiny_prints_complete_tables(tmp_path):
     assert [r[0] for r in start] == ["cold (fresh session)",
                                      "floor: trivial source, cold (fresh session)", "warm"]
     assert all(float(r[1]) > 0 for r in start)
+    assert all(0 <= float(r[3]) <= float(r[2]) for r in start)     # workers' CPU, of the total
     rss = _rows(text, "| peak RSS")
     assert len(rss) == 1 and all(float(c) > 0 for c in rss[0][1:])
 
