@@ -27,6 +27,7 @@ from importlib.metadata import version
 from cdc.embedded import EmbeddedMariaDB
 
 from .decode import measure
+from .spark import compile_sources
 from .workloads import WORKLOADS, run_workload
 
 DECODERS = ["tuples", "tuples_py", "arrow", "arrow_typed", "pmr", "mariadb", "delta"]
@@ -49,23 +50,10 @@ def _versions(server) -> str:
             f"deltalake {version('deltalake')}")
 
 
-def byte_compile() -> None:
-    """Write the project's bytecode (``__pycache__``) as ``pip install`` does: every process a
-    bench starts (Spark's Python workers, the planning worker) then loads the project the way an
-    installed one loads, not compiling each module again (an editable checkout with
-    ``PYTHONDONTWRITEBYTECODE`` set never keeps bytecode; PySpark and pyarrow are installed, so
-    the floors never paid that). Up-to-date files are left alone."""
-    import compileall
-    import cdc
-    import streaming
-    for pkg in (cdc, streaming):
-        compileall.compile_dir(os.path.dirname(pkg.__file__), quiet=1, workers=1)
-
-
 def main(argv=None):
     import sys
     argv = sys.argv[1:] if argv is None else list(argv)
-    byte_compile()
+    compile_sources()       # every subcommand measures the project as installed
     if argv[:1] == ["snapshot"]:
         from .snapshot import main as snapshot_main
         return snapshot_main(argv[1:])
