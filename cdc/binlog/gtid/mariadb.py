@@ -26,7 +26,8 @@ class MariaGtid(NamedTuple):
     def parse(cls, text: str) -> "MariaGtid":
         """Parse ``domain-server-seq`` (three unsigned decimal numbers)."""
         parts = text.split("-") if isinstance(text, str) else ()
-        if len(parts) == 3 and all(p.isdigit() and p.isascii() for p in parts):
+        digits = "".join(parts)
+        if len(parts) == 3 and digits.isdigit() and digits.isascii() and "" not in parts:
             d, s, q = int(parts[0]), int(parts[1]), int(parts[2])    # the common spelling
             if d < 1 << 32 and s < 1 << 32 and q < 1 << 64:
                 return cls(d, s, q)
