@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Iterable, Mapping, Union
 
 from cdc.binlog.gtid import GtidSet, MariaGtidPosition
@@ -133,9 +133,10 @@ class Position:
 
     # --- order and distance ----------------------------------------------------------------
 
-    @property
+    @cached_property
     def key(self) -> tuple[int, int]:
-        """(binlog file number, byte position): positions order by it."""
+        """(binlog file number, byte position): positions order by it (computed once: the
+        driver's planning orders every boundary's position several times)."""
         if self.file is None or self.pos is None:
             raise ConfigurationError(f"position {self} has no file and byte position to order by")
         return (binlog_file_number(self.file), int(self.pos))

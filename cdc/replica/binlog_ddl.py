@@ -47,26 +47,46 @@ def _statement(file: str, row) -> Statement | None:
     return Statement(file, int(pos), int(end), schema, text)
 
 
-def ddl_statements(query: Callable, start: tuple, end: tuple) -> list[Statement]:
+def ddl_statements(query: Callable, start: tuple, end: tuple,
+                   pages: Callable | None = None) -> list[Statement]:
     """The DDL statements the binlog holds from *start* = (file, pos) up to *end* = (file, pos),
-    the binlog's end (both event boundaries), in binlog order."""
+    the binlog's end (both event boundaries), in binlog order.
+
+    *pages*: makes a :class:`~cdc.replica.binlog_events.QueryEventPages` (a connection of its
+    own); a stretch longer than one page is read on with it (its rows cost less to read)."""
     if point_key(*start) >= point_key(*end):
         return []
     files = [_text(r[0]) for r in query("SHOW BINARY LOGS", None)]
     ends_at = point_key(*end)
     wanted = [f for f in files if point_key(start[0], 0) <= point_key(f, 0) <= point_key(end[0], 0)]
     out: list[Statement] = []
-    for file in wanted:
-        pos = start[1] if file == start[0] else 4
-        while True:
-            rows = query(f"SHOW BINLOG EVENTS IN %s FROM {int(pos)} LIMIT {PAGE}", (file,))
-            for row in rows:
-                if point_key(file, int(row[1])) >= ends_at:
+    fast = None
+    try:
+        for file in wanted:
+            pos, skip = (start[1] if file == start[0] else 4), 0
+            while True:
+                if fast is None:
+                    rows = query(f"SHOW BINLOG EVENTS IN %s FROM {int(pos)} "
+                                 f"LIMIT {skip}, {PAGE}", (file,))
+                    kept, count, last = rows, len(rows), rows[-1] if rows else None
+                else:
+                    kept, count, last = fast(file, pos, skip, PAGE)
+                for row in kept:
+                    if point_key(file, int(row[1])) >= ends_at:
+                        return out
+                    st = _statement(file, row)
+                    if st is not None:
+                        out.append(st)
+                if last is not None and point_key(file, int(last[1])) >= ends_at:
                     return out
-                st = _statement(file, row)
-                if st is not None:
-                    out.append(st)
-            if len(rows) < PAGE:
-                break
-            pos = int(rows[-1][4])
+                if count < PAGE:
+                    break
+                # the next page: after the last event (MariaDB 11.4+ logs an event inside a
+                # transaction with End_log_pos 0, so not from its end)
+                pos, skip = int(last[1]), 1
+                if fast is None and pages is not None:
+                    fast = pages()
+    finally:
+        if fast is not None:
+            fast.close()
     return out

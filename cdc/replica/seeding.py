@@ -169,6 +169,10 @@ class HistorySource:
         self._server: ServerInfo | None = None
         self.history = None
 
+    def _pages(self):
+        from cdc.replica.binlog_events import QueryEventPages
+        return QueryEventPages(self.config)
+
     @property
     def server(self) -> ServerInfo:
         """The server *query* asks (set at connect, else asked once: ``VERSION()``)."""
@@ -263,7 +267,7 @@ class HistorySource:
             if before is None or after is None:
                 return tables, databases, after, {}
             start = at if at is not None and at[0] is not None else before
-            statements = ddl_statements(q, start, after) if start != after else []
+            statements = ddl_statements(q, start, after, self._pages) if start != after else []
             exact_from, conflicts = exact_from_statements(history, statements, tables, before)
             if not conflicts:
                 return tables, databases, before, exact_from

@@ -274,21 +274,23 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         found = 0
         complete = True
         at = last
+        with_changes, signals = self.opts.include_schema_changes, self.opts.signal_table
+        boundaries = d.boundaries
         try:
             for tx in client.transactions():
+                before = skip is not None and delivered_before(skip, tx)
                 # what the tasks deliver: typed mode follows DDL without delivering it
-                r = tx.change_count(self.opts.include_schema_changes) \
-                    if count_rows and not delivered_before(skip, tx) else 0
+                r = tx.change_count(with_changes) if count_rows and not before else 0
                 at = at.after(tx.file, tx.end_pos, tx.gtid, tx.xa)
                 signal = snapshot.signalled_tables(self.opts, tx) \
-                    if self.opts.signal_table and not delivered_before(skip, tx) else ()
+                    if signals and not before else ()
                 b = Boundary(at, r, max(0, tx.end_pos - tx.pos), tx.timestamp, signal,
-                             delivers_nothing(skip, tx))
-                d.boundaries.append(b)
+                             before or delivers_nothing(None, tx))
+                boundaries.append(b)
                 found += 1
                 rows += r
                 nbytes += b.bytes
-                if b.key >= target:
+                if at.key >= target:
                     complete = False
                     break
                 if (cap_rows is not None and rows > cap_rows) or \

@@ -814,3 +814,49 @@ def test_maria_gtid_list():
         decode_maria_gtid_list_body(body[:-1])
     with pytest.raises(TruncatedEventError):
         decode_maria_gtid_list_body(b"\x01\x00")
+
+
+# --- the per-transaction fast paths agree with the general ones -------------------------------
+
+
+def test_union_intervals_fast_path_agrees_with_merge():
+    from cdc.binlog.gtid.intervals import merge_intervals, union_intervals
+    rng = random.Random(7)
+    for _ in range(2000):
+        a = merge_intervals((s, s + rng.randint(1, 4)) for s in rng.sample(range(1, 60), 4))
+        s = rng.randint(1, 70)
+        b = ((s, s + rng.randint(1, 3)),)
+        assert union_intervals(a, b) == merge_intervals(a + b), (a, b)
+
+
+@pytest.mark.parametrize("text", ["0-1-42", "00-01-042", "4294967295-4294967295-18446744073709551615",
+                                  " 1-2-3 ", "1-2-3\n"])
+def test_maria_gtid_parse_spellings(text):
+    m = re.match(r"\s*([0-9]+)-([0-9]+)-([0-9]+)\s*\Z", text)
+    assert MariaGtid.parse(text) == tuple(int(x) for x in m.groups())
+
+
+@pytest.mark.parametrize("text", ["4294967296-1-1", "1-4294967296-1", "1-1-18446744073709551616",
+                                  "1-1", "1-1-1-1", "a-1-1", "\u0663-1-1", "-1-1", "1--1"])
+def test_maria_gtid_parse_rejects(text):
+    with pytest.raises(GtidError):
+        MariaGtid.parse(text)
+
+
+def test_maria_position_advance_keeps_domains_sorted():
+    p = MariaGtidPosition.parse("1-1-5,3-1-7")
+    assert str(p.advance("3-1-8")) == "1-1-5,3-1-8"
+    assert str(p.advance("2-1-1")) == "1-1-5,2-1-1,3-1-7"
+    assert str(p.advance("0-1-1").advance("1-1-6")) == "0-1-1,1-1-6,3-1-7"
+    assert p.advance("2-1-1").domains == [1, 2, 3]
+
+
+def test_uuid_check_once_per_spelling():
+    from cdc.binlog.gtid.parts import norm_uuid
+    u = "3E11FA47-71CA-11E1-9E33-C80AA9429562"
+    assert norm_uuid(u) == norm_uuid(u) == u.lower()
+    for _ in range(2):      # a bad one is never remembered
+        with pytest.raises(GtidError):
+            norm_uuid("3E11FA47-71CA-11E1-9E33-C80AA942956")
+    s = GtidSet.parse(f"{u}:1-5").add(f"{u}:6").add(f"{u}:8")
+    assert str(s) == f"{u.lower()}:1-6:8"

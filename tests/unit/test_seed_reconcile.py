@@ -171,10 +171,11 @@ def test_ddl_statements_from_show_binlog_events():
         if sql == "SHOW BINARY LOGS":
             return [(f, 0) for f in files]
         start = int(sql.split(" FROM ")[1].split()[0])
+        skip, limit = (int(x) for x in sql.split(" LIMIT ")[1].split(","))
         asked.append((args[0], start))
         rows = [(args[0], p, kind, 1, end, info) for p, kind, end, info in files[args[0]]
                 if p >= start]
-        return rows[:PAGE]
+        return rows[skip:skip + limit]
 
     got = ddl_statements(query, ("b.000001", 120), ("b.000002", 120 + PAGE + 1))
     assert got[0] == Statement("b.000001", 120, 200, "d`b", "ALTER TABLE t ADD x INT /* xid=9 */")

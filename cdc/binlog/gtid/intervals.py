@@ -31,6 +31,9 @@ def union_intervals(a: Intervals, b: Intervals) -> Intervals:
         return b
     if not b:
         return a
+    if len(b) == 1 and a[-1][1] <= b[0][0]:
+        s, e = b[0]        # the common case: numbers after the last interval (a new GTID)
+        return a[:-1] + ((a[-1][0], e),) if a[-1][1] == s else a + b
     return merge_intervals(a + b)
 
 

@@ -25,6 +25,12 @@ class MariaGtid(NamedTuple):
     @classmethod
     def parse(cls, text: str) -> "MariaGtid":
         """Parse ``domain-server-seq`` (three unsigned decimal numbers)."""
+        parts = text.split("-") if isinstance(text, str) else ()
+        digits = "".join(parts)
+        if len(parts) == 3 and digits.isdigit() and digits.isascii() and "" not in parts:
+            d, s, q = int(parts[0]), int(parts[1]), int(parts[2])    # the common spelling
+            if d < 1 << 32 and s < 1 << 32 and q < 1 << 64:
+                return cls(d, s, q)
         m = _MARIA_GTID_RE.match(text) if isinstance(text, str) else None
         if not m:
             raise GtidError(
@@ -89,8 +95,9 @@ class MariaGtidPosition:
         g = MariaGtid.parse(gtid) if isinstance(gtid, str) else MariaGtid(*gtid)
         new = MariaGtidPosition.__new__(MariaGtidPosition)
         by = dict(self._by_domain)
+        known = g.domain_id in by
         by[g.domain_id] = g
-        new._by_domain = dict(sorted(by.items()))
+        new._by_domain = by if known else dict(sorted(by.items()))    # known: still sorted
         return new
 
     def contains(self, gtid: MariaGtid | str) -> bool:

@@ -29,15 +29,26 @@ def quote(text: str, limit: int = 200) -> str:
     return repr(text)
 
 
+#: UUID texts validated already -> lowercased (a stream meets a few servers' UUIDs, once per
+#: transaction each: validating each once saves a regex per GTID)
+_UUIDS: dict[str, str] = {}
+
+
 def norm_uuid(text: str, whole: str | None = None) -> str:
     """Validate a textual UUID (8-4-4-4-12 hex digits) and return it lowercased."""
+    known = _UUIDS.get(text)
+    if known is not None:
+        return known
     u = text.strip()
     if not UUID_RE.match(u):
         where = f" in GTID text {quote(whole)}" if whole is not None and whole != text else ""
         raise GtidError(
             f"malformed server UUID {quote(text)}{where}: expected 36 characters like "
             f"'3e11fa47-71ca-11e1-9e33-c80aa9429562'")
-    return u.lower()
+    if len(_UUIDS) >= 1024:
+        _UUIDS.clear()
+    u = _UUIDS[text] = u.lower()
+    return u
 
 
 def norm_tag(tag: str | None, whole: str | None = None) -> str:
