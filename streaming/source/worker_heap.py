@@ -19,12 +19,13 @@ _settled = False
 
 
 def settle() -> None:
-    """Freeze the worker's objects so far (once per process). pyarrow's first ``pa.array`` of
-    a Python list imports pandas (when installed): done here first, so pandas is frozen too."""
+    """Freeze the worker's objects so far (once per process). Nothing is imported for it: a
+    JSON batch never imports pandas (:mod:`streaming.source.arrow_values`), and what a task
+    imports later (pandas through a typed batch's ``pa.array``) is walked by the collections
+    the few times it is there, cheaper than importing it in every worker before the first
+    batch."""
     global _settled
     if _settled:
         return
     _settled = True
-    import pyarrow as pa
-    pa.array([], pa.binary())
     gc.freeze()

@@ -16,6 +16,7 @@ import streaming.source.stream_reader, streaming.source.snapshot
 from streaming.source.worker_heap import settle
 before = len(gc.get_objects())
 settle()
+assert "pandas" not in sys.modules, "settle imported pandas (a cold start's cost)"
 frozen = gc.get_freeze_count()
 settle()
 assert gc.get_freeze_count() == frozen, "settled twice"
