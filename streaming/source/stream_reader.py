@@ -106,6 +106,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def driver(self) -> Driver:
         if self._driver is None:
+            from streaming.source.worker_heap import settle
+            settle()    # the planning process's imports, out of the scan's full collections
             preflight(self.opts, snapshot=self.opts.snapshot)   # where the query starts
             self._driver = Driver(self.opts)
         return self._driver

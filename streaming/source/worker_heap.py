@@ -6,7 +6,9 @@ this source that is mostly what its imports made (pyarrow, pandas, PySpark, ``cd
 ``streaming``: about 80,000 objects, some 40 ms per collection), after each chunk of a snapshot
 or binlog range. :func:`settle` moves those long-lived objects out of the collector's sight
 (``gc.freeze()``) once per process, before the task makes objects of its own, so the
-collections after each task walk only what tasks made since.
+collections after each task walk only what tasks made since. The planning process (the
+stream reader's, one per query) settles too, before its first binlog scan: the scan keeps a
+boundary per transaction alive, and the collections it triggers would walk the imports again.
 """
 
 from __future__ import annotations
