@@ -6,6 +6,7 @@ from __future__ import annotations
 from itertools import repeat
 from typing import Callable, Iterable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import StructField, StructType
@@ -434,7 +435,7 @@ class BatchBuilder:
                 return values
             return pa.array(values, pa.string()) if filled else pa.nulls(n, pa.string())
 
-        row = pa.array(self.s_row, SOURCE_ROW_TYPE)
+        row = _row_indexes(self.s_row)
         op = runs(op, pa.string())
         columns = {     # each envelope column, built only if the schema has it (option fields)
             "op": lambda: op, "db": lambda: runs(db, pa.string()),
@@ -491,6 +492,14 @@ _TYPED_CHUNK_VALUES = 16384
 # would import pandas, 0.2 s, in every Spark Python worker that merely looks the source up)
 _NO_BEFORE = ("c", "r", "t", "s")
 _NO_AFTER = ("d", "t", "s")
+
+
+def _row_indexes(rows) -> pa.Array:
+    """source.row of a batch: *rows* a list, or a range (read_batch's) made without a Python int
+    per row."""
+    if isinstance(rows, range):
+        return pa.array(np.arange(rows.start, rows.stop, dtype=SOURCE_ROW_TYPE.to_pandas_dtype()))
+    return pa.array(rows, SOURCE_ROW_TYPE)
 
 
 def _rows(columns: list | None) -> list | None:
