@@ -98,6 +98,17 @@ def _temporal(raw: pa.Array, parse_type) -> pa.Array:
     return text
 
 
+def _canonical_integers(text: pa.Array) -> bool:
+    """Whether each of a column's integer texts (Arrow's parser took them) is the number's own
+    text: no ZEROFILL zeros (``007``, the YEAR ``0000``), no ``-0``."""
+    if pc.any(pc.starts_with(text, "-0")).as_py():
+        return False
+    if not pc.any(pc.starts_with(text, "0")).as_py():
+        return True
+    return not pc.any(pc.and_(pc.starts_with(text, "0"),
+                              pc.greater(pc.binary_length(text), 1))).as_py()
+
+
 def _iso_datetime(text: pa.Array, suffix: str = "") -> _Parts:
     """``YYYY-MM-DD HH:MM:SS[.fff]`` -> the JSON text of ``datetime.isoformat()`` (and
     *suffix*): ``T``, a fraction of zeros dropped, any other fraction padded to 6 digits. The
@@ -123,7 +134,11 @@ def _fast_parts(col: ColumnDef, raw: pa.Array) -> _Parts:
     try:
         if rt in _SIGNED_INTS:
             big = pa.uint64() if rt == T.LONGLONG and col.unsigned else pa.int64()
-            return _Parts("", _strings(raw).cast(big).cast(pa.string()))
+            text = _strings(raw)
+            number = text.cast(big)       # checked: an integer in range
+            if _canonical_integers(text):
+                return _Parts("", text)
+            return _Parts("", number.cast(pa.string()))
         if rt in _DECIMALS:
             text = _strings(raw)
             if not pc.all(pc.match_substring_regex(text, _PLAIN_DECIMAL)).as_py():
