@@ -103,10 +103,10 @@ def _canonical_integers(text: pa.Array) -> bool:
     text: no ZEROFILL zeros (``007``, the YEAR ``0000``), no ``-0``."""
     if pc.any(pc.starts_with(text, "-0")).as_py():
         return False
-    if not pc.any(pc.starts_with(text, "0")).as_py():
+    lead = pc.starts_with(text, "0")
+    if not pc.any(lead).as_py():
         return True
-    return not pc.any(pc.and_(pc.starts_with(text, "0"),
-                              pc.greater(pc.binary_length(text), 1))).as_py()
+    return pc.all(pc.equal(text.filter(lead), "0")).as_py()
 
 
 def _iso_datetime(text: pa.Array, suffix: str = "") -> _Parts:
