@@ -187,3 +187,14 @@ def test_integer_texts_pass_through_only_when_canonical(texts, canonical):
     parts = sc._fast_parts(col(T.LONGLONG, unsigned=True) if b"18446744073709551615" in texts
                            else col(T.LONG), pa.array(texts, pa.binary()))
     assert parts.text.equals(text) is canonical     # else the numbers' own texts
+
+
+def test_escape_check_reads_only_the_arrays_values():
+    text = pa.array(['a"b', "plain", None, "é😀", "", "tab\t", "x\\"])
+    assert [sc._needs_escape(text.slice(k, 1)) for k in range(len(text))] == \
+        [True, False, False, False, False, True, True]
+    assert not sc._needs_escape(text.slice(1, 4)) and sc._needs_escape(text.slice(1, 5))
+    assert not sc._needs_escape(pa.array([None, None], pa.string()))
+    assert all(sc._needs_escape(pa.array([chr(c)])) for c in list(range(32)) + [34, 92])
+    assert not any(sc._needs_escape(pa.array([chr(c)])) for c in range(32, 0x800)
+                   if c not in (34, 92))
