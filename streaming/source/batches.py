@@ -6,6 +6,7 @@ from __future__ import annotations
 from itertools import repeat
 from typing import Callable, Iterable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import StructField, StructType
@@ -437,7 +438,7 @@ class BatchBuilder:
                 return values
             return array(values, pa.string()) if filled else pa.nulls(n, pa.string())
 
-        row = array(self.s_row, SOURCE_ROW_TYPE)
+        row = _row_indexes(self.s_row)
         op = runs(op, pa.string())
         columns = {     # each envelope column, built only if the schema has it (option fields)
             "op": lambda: op, "db": lambda: runs(db, pa.string()),
@@ -498,6 +499,15 @@ _NO_AFTER = ("d", "t", "s")
 # seq's separator: a Scalar already (pyarrow.compute makes a Python "" one with pa.scalar, which
 # imports pandas: streaming.source.arrow_values)
 _NO_SEPARATOR = array([""], pa.string())[0]
+
+
+def _row_indexes(rows) -> pa.Array:
+    """source.row of a batch: *rows* a list, or a range (read_batch's) made without a Python int
+    per row (from numpy's buffer: ``pa.array`` of an ndarray would import pandas)."""
+    if isinstance(rows, range):
+        values = np.arange(rows.start, rows.stop, dtype=SOURCE_ROW_TYPE.to_pandas_dtype())
+        return pa.Array.from_buffers(SOURCE_ROW_TYPE, len(values), [None, pa.py_buffer(values)])
+    return array(rows, SOURCE_ROW_TYPE)
 
 
 def _rows(columns: list | None) -> list | None:

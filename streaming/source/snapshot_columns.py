@@ -19,6 +19,7 @@ import sys
 from operator import itemgetter
 from typing import NamedTuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -44,8 +45,8 @@ _TEXTS = frozenset({T.VARCHAR, T.VAR_STRING, T.STRING, T.TINY_BLOB, T.MEDIUM_BLO
 
 # a DECIMAL's text that is its own format(Decimal(text), "f") (no ZEROFILL zeros, no sign +)
 _PLAIN_DECIMAL = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?$"
-# what encode_basestring escapes
-_NEEDS_ESCAPE = '[\\x00-\\x1f"\\\\]'
+# what encode_basestring escapes: control characters, " and backslash
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
 
 
 class _Slow(Exception):
@@ -81,6 +82,19 @@ def _quoted(text: pa.Array, suffix: str = "") -> _Parts:
     return _Parts('"', text, suffix + '"')
 
 
+def _needs_escape(text: pa.Array) -> bool:
+    """Whether a string array's values hold a character JSON escapes (one look at its data
+    buffer; bytes of null slots count too, which only sends the column value by value)."""
+    if len(text) == 0:
+        return False
+    offsets = np.frombuffer(text.buffers()[1], np.int32)
+    data = text.buffers()[2]
+    if data is None:
+        return False
+    b = np.frombuffer(data, np.uint8)[offsets[text.offset]:offsets[text.offset + len(text)]]
+    return bool((b < 0x20).any() or (b == _QUOTE).any() or (b == _BACKSLASH).any())
+
+
 def _temporal(raw: pa.Array, parse_type) -> pa.Array:
     """The column's text, checked to be a date Python's ``fromisoformat`` takes (Arrow's parser
     rejects a zero or invalid date; year 0 is checked here): an invalid one goes value by
@@ -98,19 +112,29 @@ def _temporal(raw: pa.Array, parse_type) -> pa.Array:
     return text
 
 
+def _canonical_integers(text: pa.Array) -> bool:
+    """Whether each of a column's integer texts (Arrow's parser took them) is the number's own
+    text: no ZEROFILL zeros (``007``, the YEAR ``0000``), no ``-0``."""
+    if pc.any(pc.starts_with(text, "-0")).as_py():
+        return False
+    lead = pc.starts_with(text, "0")
+    if not pc.any(lead).as_py():
+        return True
+    return pc.all(pc.equal(text.filter(lead), "0")).as_py()
+
+
 def _iso_datetime(text: pa.Array, suffix: str = "") -> _Parts:
     """``YYYY-MM-DD HH:MM:SS[.fff]`` -> the JSON text of ``datetime.isoformat()`` (and
     *suffix*): ``T``, a fraction of zeros dropped, any other fraction padded to 6 digits. The
     server prints a column's values with the same number of fraction digits: then the padding
     is a literal, and only a column with a zero fraction somewhere takes the general form."""
-    lengths = pc.min_max(pc.utf8_length(text))
+    lengths = pc.min_max(pc.binary_length(text))       # ASCII: the parser took it
     lo, hi = lengths["min"].as_py(), lengths["max"].as_py()
     if lo == hi == 19:
-        return _quoted(pc.replace_substring(text, " ", "T", max_replacements=1), suffix)
+        return _quoted(pc.binary_replace_slice(text, 10, 11, "T"), suffix)
     if lo == hi and lo is not None and 21 <= lo <= 26 and \
             not pc.any(pc.ends_with(text, "." + "0" * (lo - 20))).as_py():
-        iso = pc.replace_substring(text, " ", "T", max_replacements=1)
-        return _quoted(iso, "0" * (26 - lo) + suffix)
+        return _quoted(pc.binary_replace_slice(text, 10, 11, "T"), "0" * (26 - lo) + suffix)
     text = pc.replace_substring_regex(text, r"\.0+$", "")
     text = pc.if_else(pc.greater(pc.utf8_length(text), 19), pc.utf8_rpad(text, 26, "0"), text)
     return _quoted(pc.replace_substring(text, " ", "T", max_replacements=1), suffix)
@@ -123,7 +147,11 @@ def _fast_parts(col: ColumnDef, raw: pa.Array) -> _Parts:
     try:
         if rt in _SIGNED_INTS:
             big = pa.uint64() if rt == T.LONGLONG and col.unsigned else pa.int64()
-            return _Parts("", _strings(raw).cast(big).cast(pa.string()))
+            text = _strings(raw)
+            number = text.cast(big)       # checked: an integer in range
+            if _canonical_integers(text):
+                return _Parts("", text)
+            return _Parts("", number.cast(pa.string()))
         if rt in _DECIMALS:
             text = _strings(raw)
             if not pc.all(pc.match_substring_regex(text, _PLAIN_DECIMAL)).as_py():
@@ -143,7 +171,7 @@ def _fast_parts(col: ColumnDef, raw: pa.Array) -> _Parts:
             return _Parts("", pc.take(members, index))
         if rt in _TEXTS and col.collation is not None and codec_of(col.collation) == "utf-8":
             text = _strings(raw)
-            if pc.any(pc.match_substring_regex(text, _NEEDS_ESCAPE)).as_py():
+            if _needs_escape(text):
                 raise _Slow
             return _quoted(text)
     except (pa.ArrowInvalid, OverflowError):

@@ -51,7 +51,7 @@ def _edge_table() -> M.Table:
     """Values the matrix does not hold: random FLOAT/DOUBLE bit patterns, FLOAT(M,D) and
     DOUBLE(M,D) (the text protocol prints them with D decimals), ZEROFILL decimals, CHAR with
     trailing spaces in wide charsets, BINARY ending in zero bytes, invalid ENUM/SET values,
-    invalid dates (ALLOW_INVALID_DATES)."""
+    invalid dates (ALLOW_INVALID_DATES), ZEROFILL and nullable integers."""
     rnd = random.Random(14)
     floats, doubles = [], []
     while len(floats) < 60:
@@ -94,6 +94,9 @@ def _edge_table() -> M.Table:
         M.Col("yr_2", "YEAR", "year", ["'00'", "'0'", "0", "'0000'", "'1901'"]),
         M.Col("bi_u", "BIGINT UNSIGNED NOT NULL DEFAULT 0", "int",
               ["18446744073709551615", "9223372036854775808"], fill="0"),
+        M.Col("iz_1", "INT(1) ZEROFILL NULL", "int", ["0", "5", "NULL", "10"], fill="0"),
+        M.Col("sz_3", "SMALLINT(3) ZEROFILL NULL", "int", ["NULL", "0", "65535", "7"]),
+        M.Col("in_n", "INT NULL", "int", ["-2147483648", "NULL", "0", "-1"]),
     ]
     n = max(len(c.values) for c in cols)
     rows = [(str(k + 1),) + tuple(c.values[k] if k < len(c.values) else c.fill for c in cols)

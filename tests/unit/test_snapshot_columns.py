@@ -34,6 +34,13 @@ CASES = [
     (col(T.LONGLONG, unsigned=True), [b"18446744073709551615", b"0"], True),
     (col(T.LONGLONG), [b"-9223372036854775808", b"9223372036854775807"], True),
     (col(T.YEAR), [b"0000", b"2024", b"1901"], True),
+    # the text is the JSON text (no round trip) unless ZEROFILL zeros or -0 say otherwise
+    (col(T.LONG), [b"0", None, b"-7", b"10"], True),
+    (col(T.TINY, unsigned=True), [b"0", b"255", None], True),
+    (col(T.LONG, unsigned=True), [b"0", None, b"5"], True),               # INT(1) ZEROFILL
+    (col(T.LONG, unsigned=True), [b"12345", None, b"0042"], True),        # INT(4) ZEROFILL
+    (col(T.LONG), [b"-0", b"1"], True),
+    (col(T.SHORT), [None, None], True),
     (col(T.NEWDECIMAL, (12, 2)), [b"123.45", b"-0.50", b"0.00", None, b"-99.00"], True),
     (col(T.NEWDECIMAL, (10, 0)), [b"12", b"-3", b"0"], True),
     (col(T.NEWDECIMAL, (10, 2)), [b"00000012.50", b"0.00"], False),  # ZEROFILL
@@ -169,3 +176,25 @@ def test_typed_fast_form_is_taken():
         else:
             with pytest.raises(sc._Slow):
                 sc._fast_typed(c, arrow, typ)
+
+
+@pytest.mark.parametrize("texts,canonical", [
+    ([b"0", b"-1", b"10", None], True), ([b"18446744073709551615"], True), ([None], True),
+    ([b"007"], False), ([b"0000"], False), ([b"1", b"00"], False), ([b"-0"], False)])
+def test_integer_texts_pass_through_only_when_canonical(texts, canonical):
+    text = pa.array(texts, pa.binary()).cast(pa.string())
+    assert sc._canonical_integers(text) is canonical
+    parts = sc._fast_parts(col(T.LONGLONG, unsigned=True) if b"18446744073709551615" in texts
+                           else col(T.LONG), pa.array(texts, pa.binary()))
+    assert parts.text.equals(text) is canonical     # else the numbers' own texts
+
+
+def test_escape_check_reads_only_the_arrays_values():
+    text = pa.array(['a"b', "plain", None, "é😀", "", "tab\t", "x\\"])
+    assert [sc._needs_escape(text.slice(k, 1)) for k in range(len(text))] == \
+        [True, False, False, False, False, True, True]
+    assert not sc._needs_escape(text.slice(1, 4)) and sc._needs_escape(text.slice(1, 5))
+    assert not sc._needs_escape(pa.array([None, None], pa.string()))
+    assert all(sc._needs_escape(pa.array([chr(c)])) for c in list(range(32)) + [34, 92])
+    assert not any(sc._needs_escape(pa.array([chr(c)])) for c in range(32, 0x800)
+                   if c not in (34, 92))
