@@ -167,3 +167,8 @@ def test_auto_cdc_flows_argument_errors_before_any_connection():
         auto_cdc_flows(None, "shop.*", host="127.0.0.1", user="u", layout="flat")
     with pytest.raises(ConfigurationError, match="needs option host"):
         auto_cdc_flows(None, "shop.*", user="u")
+    from streaming._compat import VERSION
+    if VERSION < (4, 2):    # then the PySpark, still before connecting (port 1: nothing there)
+        from cdc.errors import SparkVersionError
+        with pytest.raises(SparkVersionError, match="needs PySpark 4.2"):
+            auto_cdc_flows(None, "shop.*", host="127.0.0.1", port=1, user="u")
