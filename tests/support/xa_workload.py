@@ -10,6 +10,8 @@ before 5 was committed, and committed after).
 
 from __future__ import annotations
 
+import time
+
 
 def rollback_prepared(server) -> None:
     """Roll back every XA transaction the server holds prepared (a failed test's leftovers: a
@@ -26,6 +28,8 @@ def xa_prepare(server, xid: str, *statements: str, end: str = "XA PREPARE '{xid}
     conn = server.connect()
     try:
         with conn.cursor() as cur:
+            cur.execute("SELECT CONNECTION_ID()")
+            thread = cur.fetchone()[0]
             cur.execute(f"XA START '{xid}'")
             for s in statements:
                 cur.execute(s)
@@ -33,6 +37,19 @@ def xa_prepare(server, xid: str, *statements: str, end: str = "XA PREPARE '{xid}
             cur.execute(end.format(xid=xid))
     finally:
         conn.close()
+    _gone(server, thread)
+
+
+def _gone(server, thread: int, timeout: float = 30.0) -> None:
+    """Wait until the server has ended connection *thread*: closing a connection only sends
+    COM_QUIT, and until the server has handled it a transaction that connection prepared is
+    still its own (another connection's XA COMMIT of it fails with XAER_NOTA, a DROP waits on
+    its locks; seen on loaded machines)."""
+    deadline = time.monotonic() + timeout
+    while server.execute(f"SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = {thread}"):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"connection {thread} still open {timeout:.0f} s after closing")
+        time.sleep(0.01)
 
 
 def xa_one_phase(server, xid: str, *statements: str) -> None:
