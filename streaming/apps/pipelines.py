@@ -88,6 +88,7 @@ def auto_cdc_flows(spark, tables: str = "*.*", scd_type: int = 1, *,
 
     if scd_type not in (1, 2, "1", "2"):
         raise ConfigurationError(f"auto_cdc_flows: scd_type must be 1 or 2, not {scd_type!r}")
+    dp = pipelines(int(scd_type))
     opts_in = {k: str(v) for k, v in source_options.items()}
     for reserved in ("table", "includeTables", "excludeTables", "layout"):
         if any(k.lower() == reserved.lower() for k in opts_in):
@@ -95,7 +96,6 @@ def auto_cdc_flows(spark, tables: str = "*.*", scd_type: int = 1, *,
                                      f"tables= (globs) to choose the tables")
     opts = SourceOptions.parse(opts_in)
     opts.check_connection()
-    dp = pipelines(int(scd_type))       # the arguments first, then this PySpark, then the server
     keys = primary_keys(opts, tables)
     if not keys:
         raise ConfigurationError(f"auto_cdc_flows: no table with a primary key matches {tables!r} "
