@@ -27,7 +27,6 @@ from importlib.metadata import version
 from cdc.embedded import EmbeddedMariaDB
 
 from .decode import measure
-from .spark import compile_sources
 from .workloads import WORKLOADS, run_workload
 
 DECODERS = ["tuples", "tuples_py", "arrow", "arrow_typed", "pmr", "mariadb", "delta"]
@@ -53,7 +52,6 @@ def _versions(server) -> str:
 def main(argv=None):
     import sys
     argv = sys.argv[1:] if argv is None else list(argv)
-    compile_sources()       # every subcommand measures the project as installed
     if argv[:1] == ["snapshot"]:
         from .snapshot import main as snapshot_main
         return snapshot_main(argv[1:])

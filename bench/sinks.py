@@ -32,6 +32,7 @@ from importlib.metadata import version
 
 from .e2e import _options, _query, show
 from .latency import _pct, server_inserts, timed_inserts
+from .spark import compile_sources
 
 
 def available_sinks() -> list[str]:
@@ -180,6 +181,7 @@ def run(rows: int, max_events: int, rate: int, seconds: float, out=print) -> dic
     try:
         with EmbeddedMariaDB() as server:
             conn = server.cdc_params()
+            compile_sources()
             spark = local_spark("bench-sinks", formats=formats,
                                 warehouse=os.path.join(work, "warehouse"))
             out(f"sinks: {', '.join(sinks)}")
