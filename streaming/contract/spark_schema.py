@@ -277,8 +277,32 @@ def image_struct(columns: list[ColumnDef]) -> StructType:
     return StructType([StructField(c.name, spark_column(c).spark) for c in columns])
 
 
-def typed_schema(columns: list[ColumnDef]) -> StructType:
-    return envelope_schema(image_struct(columns))
+#: the metadata keys of a typed schema's ``before``/``after`` fields that name the table whose
+#: images they hold (:func:`typed_schema`, :func:`image_table`)
+IMAGE_DB, IMAGE_TABLE = "binlog_cdc.db", "binlog_cdc.table"
+
+
+def typed_schema(columns: list[ColumnDef], table: tuple[str, str] | None = None) -> StructType:
+    """The typed envelope of a table of *columns*; *table* (``(db, table)``, typed mode's option
+    ``table``): named in the metadata of ``before`` and ``after`` (:func:`image_table`)."""
+    schema = envelope_schema(image_struct(columns))
+    if table is None:
+        return schema
+    meta = {IMAGE_DB: table[0], IMAGE_TABLE: table[1]}
+    return StructType([StructField(f.name, f.dataType, f.nullable, meta)
+                       if f.name in ("before", "after") else f for f in schema.fields])
+
+
+def image_table(schema: StructType) -> tuple[str, str] | None:
+    """``(db, table)`` of the one table every row of a typed stream's DataFrame (*schema*) is a
+    change of (:func:`typed_schema`), or None when the schema does not say (the JSON envelope,
+    a DataFrame whose ``after`` is not the source's)."""
+    if "after" not in schema.fieldNames():
+        return None
+    meta = schema["after"].metadata or {}
+    if IMAGE_DB in meta and IMAGE_TABLE in meta:
+        return str(meta[IMAGE_DB]), str(meta[IMAGE_TABLE])
+    return None
 
 
 _NoneType = type(None)
