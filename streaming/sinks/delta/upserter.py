@@ -171,7 +171,7 @@ class DeltaUpserter:
             tbl = self._table(*table)
             columns = narrow_columns(df, tbl.names, tbl.primary_key)
             if columns is not None:
-                return widen(df.select(*columns).toArrow(), *table)
+                return widen(df.selectExpr(*columns).toArrow(), *table)
         return df.select(*self.columns_of(df)).toArrow()
 
     @staticmethod
