@@ -46,8 +46,8 @@ change                                  column): for ``s`` the record of
 
 ``before``/``after`` are JSON object texts by default (``cdc.values.render.row_json``: exact decimals,
 ISO dates, base64 bytes, MySQL JSON documents nested as MySQL prints them; columns missing from a MINIMAL/NOBLOB image are left out). With the
-option ``table=db.t`` (typed mode) they are structs with one field per column of that table, in
-table order, typed as below (the table's definition comes from ``information_schema`` for a
+option ``table=db.t`` (typed mode) they are structs with one field per column of that table
+(named in their metadata: :func:`image_table`), in table order, typed as below (the table's definition comes from ``information_schema`` for a
 stream, or from the binlog's TABLE_MAP for a batch read of files). A column missing from an
 image, or whose value the Spark type cannot hold (zero dates ``0000-00-00``), is null there.
 
