@@ -415,8 +415,13 @@ def test_type_matrix_typed_mode_gives_the_json_paths_delta_table(spark, mariadb,
     import streaming.sinks.delta.upserter as upserter_module
     from test_types_live import fill_matrix
     narrowed = []
-    monkeypatch.setattr(upserter_module, "widen",
-                        lambda *a: narrowed.append(a[0].num_rows) or narrow.widen(*a))
+
+    def widen(collected, *table):
+        out = narrow.widen(collected, *table)
+        if out is not None:
+            narrowed.append(out.num_rows)
+        return out
+    monkeypatch.setattr(upserter_module, "widen", widen)
     start = mariadb.current_position()
     conn = mariadb.connect(database=db)
     with conn.cursor() as cur:
@@ -453,6 +458,39 @@ def test_type_matrix_typed_mode_gives_the_json_paths_delta_table(spark, mariadb,
     for row, got in zip(src, typed_t.to_pylist()):
         for field, want in zip(typed_t.schema, row):
             assert got[field.name] == as_delta(field.type, want), (row[0], field.name)
+
+
+def test_union_of_typed_streams_of_tables_of_one_shape(spark, mariadb, db, tmp_path, caplog):
+    """A union of the typed streams of two tables of the same shape keeps the first one's
+    schema, which names that table: the upserter still puts each row in its own table (it sees
+    the other table's rows and collects the batch whole)."""
+    import logging
+    start = mariadb.current_position()
+    for t in ("u1", "u2"):
+        mariadb.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, v VARCHAR(20))", database=db)
+        mariadb.execute(f"INSERT INTO {t} VALUES (1, '{t} a'), (2, '{t} b'), (3, '{t} c')",
+                        database=db)
+    mariadb.execute("UPDATE u2 SET id = 20, v = 'moved' WHERE id = 2", database=db)
+    mariadb.execute("DELETE FROM u2 WHERE id = 3", database=db)
+    frames = []
+    for t in ("u1", "u2"):
+        reader = spark.readStream.format("binlog-cdc")
+        opts = source_options(mariadb, db, start, table=f"{db}.{t}")
+        del opts["includeTables"]
+        for k, v in opts.items():
+            reader = reader.option(k, v)
+        frames.append(reader.load())
+    root = tmp_path / "delta"
+    with caplog.at_level(logging.INFO, logger="binlog_cdc.delta"):
+        q = (frames[0].unionByName(frames[1]).writeStream.foreachBatch(upserter(mariadb, root))
+             .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True)
+             .start())
+        assert q.awaitTermination(120)
+    assert q.exception() is None, q.exception()
+    assert "collected again, whole" in caplog.text
+    for t in ("u1", "u2"):
+        assert delta_rows(root / db / t, ["id"]) == source_rows(mariadb, db, t, "id")
+    assert source_rows(mariadb, db, "u2", "id") == [(1, "u2 a"), (20, "moved")]
 
 
 def as_delta(type, value):

@@ -152,8 +152,13 @@ def test_shortcuts_give_the_general_paths_delta_tables(spark, mariadb, db, tmp_p
     captured = {name: [] for name in queries}
     # typed streams also straight into an upserter, which collects them narrowed
     narrowed = []
-    monkeypatch.setattr(upserter_module, "widen",
-                        lambda *a: narrowed.append(a[1:]) or narrow.widen(*a))
+
+    def widen(collected, *table):
+        out = narrow.widen(collected, *table)
+        if out is not None:
+            narrowed.append(table)
+        return out
+    monkeypatch.setattr(upserter_module, "widen", widen)
     p = mariadb.cdc_params()
     users = {name: DeltaUpserter(str(tmp_path / f"{name}-user".replace(" ", "-")), app_id="u",
                                  host=p["host"], port=p["port"], user=p["user"],

@@ -75,6 +75,7 @@ def _narrow(changes: pa.Table) -> pa.Table:
     out = {c: changes.column(c) for c in ("op", "after", "seq")}
     for k in KEY:
         out[f"_cdc_before_{names.index(k)}"] = before.field(names.index(k))
+    out["_cdc_other_table"] = pa.array([False] * changes.num_rows)
     return pa.table(out)
 
 
@@ -97,3 +98,8 @@ def test_the_narrow_collect_upserts_the_whole_changes_delta_table(tmp_path):
     assert _upserted(tmp_path, "narrow", wide) == want
     assert [(r["region"], r["n"], r["note"]) for r in want] == \
         [("as", 2, "moved"), ("eu", 1, "a2"), ("us", 1, "back")]
+    # a row of another table: not narrowed (the caller collects the batch whole)
+    other = _narrow(changes)
+    other = other.set_column(other.schema.get_field_index("_cdc_other_table"), "_cdc_other_table",
+                             pa.array([False] * (changes.num_rows - 1) + [True]))
+    assert widen(other, "shop", "orders") is None

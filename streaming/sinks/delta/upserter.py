@@ -166,13 +166,18 @@ class DeltaUpserter:
     def _collect(self, df) -> pa.Table:
         """The changes of *df* as Arrow: of a typed stream without schema changes, only what
         its columns tell (:mod:`streaming.sinks.delta.narrow`)."""
+        wanted = self.columns_of(df)
         table = image_table(df.schema)
-        if table is not None and SCHEMA_CHANGE not in df.columns:
+        if table is not None and SCHEMA_CHANGE not in wanted:
             tbl = self._table(*table)
-            columns = narrow_columns(df, tbl.names, tbl.primary_key)
+            columns = narrow_columns(df, *table, tbl.names, tbl.primary_key)
             if columns is not None:
-                return widen(df.selectExpr(*columns).toArrow(), *table)
-        return df.select(*self.columns_of(df)).toArrow()
+                changes = widen(df.selectExpr(*columns).toArrow(), *table)
+                if changes is not None:
+                    return changes
+                log.info("%s.%s: the batch holds changes of other tables (a union of typed "
+                         "streams?): collected again, whole", *table)
+        return df.select(*wanted).toArrow()
 
     @staticmethod
     def columns_of(df) -> list[str]:
