@@ -120,12 +120,15 @@ class Prebuilt:
                 .load())
 
 
-def prebuild(tables: list[pa.Table], root: str, partitions: int) -> Prebuilt:
-    """Write each micro-batch table in *partitions* slices of ``ARROW_ROWS``-row batches."""
+def prebuild(tables: list[pa.Table], root: str, partitions: int,
+             schema: StructType | None = None) -> Prebuilt:
+    """Write each micro-batch table in *partitions* slices of ``ARROW_ROWS``-row batches;
+    *schema*: the Spark schema the source declares (the captured stream's, with its metadata: a
+    typed stream names its table there), else the tables' own."""
     from streaming._compat import from_arrow_schema, to_arrow_schema
 
     shutil.rmtree(root, ignore_errors=True)
-    schema = from_arrow_schema(tables[0].schema)
+    schema = schema or from_arrow_schema(tables[0].schema)
     arrow = to_arrow_schema(schema, timezone="UTC")     # what a task must yield
     rows = 0
     for b, t in enumerate(tables):

@@ -101,13 +101,14 @@ def _stream(spark, conn: dict, chunk_rows: int, typed: bool = False):
 
 
 def _upserter(conn: dict, out: str):
-    """``foreachBatch``: the envelope columns -> ``toArrow`` -> DeltaUpserter."""
+    """``foreachBatch``: DeltaUpserter as a user passes it (``foreachBatch(up)``: the columns it
+    collects -> ``toArrow`` -> the upsert)."""
     from streaming.sinks.delta.upserter import DeltaUpserter
     up = DeltaUpserter(out, host=conn["host"], port=conn["port"], user=conn["user"],
                        password=conn["password"], app_id="bench")
 
     def fb(df, batch_id):
-        up.upsert_arrow(df.select(*UPSERT_FIELDS).toArrow(), batch_id)
+        up(df, batch_id)
     return fb
 
 
@@ -159,11 +160,12 @@ def measure(spark, conn: dict, work: str, rows: int, chunk_rows: int,
     floor_read.register(spark)
     # the captures are the untimed warm-up too: Python workers, the JVM's JIT, both modes
     t0 = time.perf_counter()
-    typed = floor.capture(_stream(spark, conn, chunk_rows, typed=True), work)
+    typed_df = _stream(spark, conn, chunk_rows, typed=True)
+    typed = floor.capture(typed_df, work)
     env = floor.capture(_stream(spark, conn, chunk_rows), work)
     parts = -(-rows // chunk_rows)
     pre = {"flat": floor.prebuild([floor.flat(t) for t in typed], w("pre-flat"), parts),
-           "typed": floor.prebuild(typed, w("pre-typed"), parts),
+           "typed": floor.prebuild(typed, w("pre-typed"), parts, typed_df.schema),
            "json": floor.prebuild(env, w("pre-json"), parts)}
     read_plan = floor_read.plan(conn, f"{DB}.orders", chunk_rows) if floor_all else None
     out(f"captured and pre-built the floor's batches in {time.perf_counter() - t0:.1f} s "

@@ -46,8 +46,8 @@ change                                  column): for ``s`` the record of
 
 ``before``/``after`` are JSON object texts by default (``cdc.values.render.row_json``: exact decimals,
 ISO dates, base64 bytes, MySQL JSON documents nested as MySQL prints them; columns missing from a MINIMAL/NOBLOB image are left out). With the
-option ``table=db.t`` (typed mode) they are structs with one field per column of that table, in
-table order, typed as below (the table's definition comes from ``information_schema`` for a
+option ``table=db.t`` (typed mode) they are structs with one field per column of that table
+(named in their metadata: :func:`image_table`), in table order, typed as below (the table's definition comes from ``information_schema`` for a
 stream, or from the binlog's TABLE_MAP for a batch read of files). A column missing from an
 image, or whose value the Spark type cannot hold (zero dates ``0000-00-00``), is null there.
 
@@ -277,8 +277,32 @@ def image_struct(columns: list[ColumnDef]) -> StructType:
     return StructType([StructField(c.name, spark_column(c).spark) for c in columns])
 
 
-def typed_schema(columns: list[ColumnDef]) -> StructType:
-    return envelope_schema(image_struct(columns))
+#: the metadata keys of a typed schema's ``before``/``after`` fields that name the table whose
+#: images they hold (:func:`typed_schema`, :func:`image_table`)
+IMAGE_DB, IMAGE_TABLE = "binlog_cdc.db", "binlog_cdc.table"
+
+
+def typed_schema(columns: list[ColumnDef], table: tuple[str, str] | None = None) -> StructType:
+    """The typed envelope of a table of *columns*; *table* (``(db, table)``, typed mode's option
+    ``table``): named in the metadata of ``before`` and ``after`` (:func:`image_table`)."""
+    schema = envelope_schema(image_struct(columns))
+    if table is None:
+        return schema
+    meta = {IMAGE_DB: table[0], IMAGE_TABLE: table[1]}
+    return StructType([StructField(f.name, f.dataType, f.nullable, meta)
+                       if f.name in ("before", "after") else f for f in schema.fields])
+
+
+def image_table(schema: StructType) -> tuple[str, str] | None:
+    """``(db, table)`` of the one table every row of a typed stream's DataFrame (*schema*) is a
+    change of (:func:`typed_schema`), or None when the schema does not say (the JSON envelope,
+    a DataFrame whose ``after`` is not the source's)."""
+    if "after" not in schema.fieldNames():
+        return None
+    meta = schema["after"].metadata or {}
+    if IMAGE_DB in meta and IMAGE_TABLE in meta:
+        return str(meta[IMAGE_DB]), str(meta[IMAGE_TABLE])
+    return None
 
 
 _NoneType = type(None)

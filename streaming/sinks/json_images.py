@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from decimal import Decimal
 
 import numpy as np
@@ -148,10 +149,11 @@ def read_images(texts, schema: pa.Schema, read_schema: pa.Schema,
         arr = pa.array(texts, pa.string())
         sources = [(io.BytesIO("\n".join(texts).encode("utf-8", "surrogatepass")), len(texts),
                     False)]
-    parts = []
-    for source, n, packed in sources:
+    def read(source_n_packed) -> pa.Table:
+        source, n, packed = source_n_packed
         try:
-            part = pj.read_json(source, read_options=pj.ReadOptions(block_size=1 << 26),
+            part = pj.read_json(source, read_options=pj.ReadOptions(block_size=1 << 26,
+                                                                    use_threads=False),
                                 parse_options=pj.ParseOptions(
                                     explicit_schema=read_schema, newlines_in_values=packed,
                                     unexpected_field_behavior="ignore" if only_need or documents
@@ -160,7 +162,9 @@ def read_images(texts, schema: pa.Schema, read_schema: pa.Schema,
             raise NotFast(str(e)) from None
         if part.num_rows != n:
             raise NotFast("an image is not one JSON object")
-        parts.append(part)
+        return part
+    # the chunks side by side (the reader lets go of the GIL; one block per chunk)
+    parts = [read(sources[0])] if len(sources) == 1 else list(_pool().map(read, sources))
     table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
     for name in need:
         # an absent column reads as null: only the texts of the nulls can lack it
@@ -179,6 +183,19 @@ def read_images(texts, schema: pa.Schema, read_schema: pa.Schema,
     return pa.Table.from_arrays([as_type(table.column(f.name), f.type)
                                  if f.name in table.column_names else pa.nulls(len(texts), f.type)
                                  for f in schema], schema=schema)
+
+
+_POOL = None
+
+
+def _pool():
+    """The threads :func:`read_images` reads an array's chunks with (one per core)."""
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _POOL = ThreadPoolExecutor(max(1, min(8, os.cpu_count() or 1)),
+                                   thread_name_prefix="binlog-cdc-json")
+    return _POOL
 
 
 def _documents(texts, names: list[str], need: list[str], known: set | None) -> dict:

@@ -131,7 +131,8 @@ class BinlogCdcDataSource(DataSource):
         if opts.table:
             from streaming.contract.flat import flat_schema
             columns = self._typed_columns(streaming=not opts.paths)
-            schema = flat_schema(columns) if opts.layout == "flat" else typed_schema(columns)
+            schema = flat_schema(columns) if opts.layout == "flat" else \
+                typed_schema(columns, tuple(opts.table.split(".")))
         schema = with_fields(schema, opts.fields)
         return with_schema_changes(schema) if opts.include_schema_changes else schema
 

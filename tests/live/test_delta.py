@@ -404,12 +404,24 @@ def test_job_config_runs_the_pipeline(spark, mariadb, db, tmp_path, monkeypatch)
 
 
 def test_type_matrix_typed_mode_gives_the_json_paths_delta_table(spark, mariadb, db, tmp_path,
-                                                                 caplog):
+                                                                 caplog, monkeypatch):
     """Typed mode (option table) upserts the whole type matrix -- extremes, NULLs, zero dates,
     TIME, BIT, JSON, GEOMETRY, binary, charsets -- into the same Delta table, value for value,
-    as the JSON envelope; its last-change step is the Arrow one (no per-value fallback)."""
+    as the JSON envelope, and that table is ``SELECT *``; its last-change step is the Arrow one
+    (no per-value fallback), fed by the narrow collect of a typed stream
+    (streaming.sinks.delta.narrow: no db/table per row, before images' keys only)."""
     import logging
+    import streaming.sinks.delta.narrow as narrow
+    import streaming.sinks.delta.upserter as upserter_module
     from test_types_live import fill_matrix
+    narrowed = []
+
+    def widen(collected, *table):
+        out = narrow.widen(collected, *table)
+        if out is not None:
+            narrowed.append(out.num_rows)
+        return out
+    monkeypatch.setattr(upserter_module, "widen", widen)
     start = mariadb.current_position()
     conn = mariadb.connect(database=db)
     with conn.cursor() as cur:
@@ -440,3 +452,66 @@ def test_type_matrix_typed_mode_gives_the_json_paths_delta_table(spark, mariadb,
         assert typed_t.column(name).to_pylist() == json_t.column(name).to_pylist(), name
     t6 = typed_t.column("t6").to_pylist()
     assert t6 == ["-00:00:00.000001", "-12:34:56.500000", "-12:34:56.500000"]
+    assert sum(narrowed) == 7                   # 4 inserts, 2 updates (key changes), a delete
+    src = mariadb.execute(f"SELECT * FROM `{db}`.m ORDER BY id")
+    assert [r[0] for r in src] == [2, 11, 14]
+    for row, got in zip(src, typed_t.to_pylist()):
+        for field, want in zip(typed_t.schema, row):
+            assert got[field.name] == as_delta(field.type, want), (row[0], field.name)
+
+
+def test_union_of_typed_streams_of_tables_of_one_shape(spark, mariadb, db, tmp_path, caplog):
+    """A union of the typed streams of two tables of the same shape keeps the first one's
+    schema, which names that table: the upserter still puts each row in its own table (it sees
+    the other table's rows and collects the batch whole)."""
+    import logging
+    start = mariadb.current_position()
+    for t in ("u1", "u2"):
+        mariadb.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, v VARCHAR(20))", database=db)
+        mariadb.execute(f"INSERT INTO {t} VALUES (1, '{t} a'), (2, '{t} b'), (3, '{t} c')",
+                        database=db)
+    mariadb.execute("UPDATE u2 SET id = 20, v = 'moved' WHERE id = 2", database=db)
+    mariadb.execute("DELETE FROM u2 WHERE id = 3", database=db)
+    frames = []
+    for t in ("u1", "u2"):
+        reader = spark.readStream.format("binlog-cdc")
+        opts = source_options(mariadb, db, start, table=f"{db}.{t}")
+        del opts["includeTables"]
+        for k, v in opts.items():
+            reader = reader.option(k, v)
+        frames.append(reader.load())
+    root = tmp_path / "delta"
+    with caplog.at_level(logging.INFO, logger="binlog_cdc.delta"):
+        q = (frames[0].unionByName(frames[1]).writeStream.foreachBatch(upserter(mariadb, root))
+             .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True)
+             .start())
+        assert q.awaitTermination(120)
+    assert q.exception() is None, q.exception()
+    assert "collected again, whole" in caplog.text
+    for t in ("u1", "u2"):
+        assert delta_rows(root / db / t, ["id"]) == source_rows(mariadb, db, t, "id")
+    assert source_rows(mariadb, db, "u2", "id") == [(1, "u2 a"), (20, "moved")]
+
+
+def as_delta(type, value):
+    """A value of ``SELECT *`` as the Delta table (column of Arrow *type*) holds it
+    (docs/types.md): FLOAT as float32, DECIMAL(p > 38) and TIME as text, BIT as a number,
+    TIMESTAMP in UTC, zero dates (PyMySQL: the text) null."""
+    import datetime as dt
+    import struct
+    from decimal import Decimal
+    if value is None:
+        return None
+    if isinstance(value, str) and pa.types.is_temporal(type):
+        return None
+    if pa.types.is_float32(type):
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    if isinstance(value, bytes) and (pa.types.is_integer(type) or pa.types.is_decimal(type)):
+        return int.from_bytes(value, "big")
+    if isinstance(value, Decimal) and pa.types.is_string(type):
+        return format(value, "f")
+    if isinstance(value, dt.timedelta):
+        return time_text(value)
+    if isinstance(value, dt.datetime) and pa.types.is_timestamp(type) and type.tz:
+        return value.replace(tzinfo=dt.timezone.utc)
+    return value

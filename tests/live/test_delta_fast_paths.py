@@ -5,7 +5,8 @@ binlog batches of a real MariaDB -- an UPDATE of every row (no key changed), pri
 changes, JSON ``null`` against SQL NULL, deletes, re-inserts, a TRUNCATE -- are captured from
 the ``binlog-cdc`` source (JSON envelope, and typed mode) and replayed into three upserters:
 as it is (the Arrow fast paths with their shortcuts), the candidate walk without shortcuts,
-and the per-value path. Tables: the type matrix (every column type, extremes, NULLs, zero
+and the per-value path; the typed streams also go straight into an upserter as a user's
+``foreachBatch`` (which collects a typed stream narrowed: streaming.sinks.delta.narrow). Tables: the type matrix (every column type, extremes, NULLs, zero
 dates), a table of every type the JSON reader takes, and a two-column key. The three Delta
 tables are equal, value for value, and hold the keys of ``SELECT`` on the server.
 
@@ -27,6 +28,8 @@ pytest.importorskip("deltalake")
 from deltalake import DeltaTable  # noqa: E402
 
 import streaming.sinks.delta.last_change as lc  # noqa: E402
+import streaming.sinks.delta.narrow as narrow  # noqa: E402
+import streaming.sinks.delta.upserter as upserter_module  # noqa: E402
 from streaming.sinks.delta.upserter import DeltaUpserter  # noqa: E402
 
 from support.spark_support import source_options  # noqa: E402
@@ -101,9 +104,13 @@ def _fill(mariadb, db):
     conn.close()
 
 
-def _capture(spark, opts, checkpoint, out):
+def _capture(spark, opts, checkpoint, out, up=None):
+    """Each micro-batch's changes as Arrow into *out*; *up*: also upserted as a user's
+    ``foreachBatch(up)`` does (a typed stream's narrow collect: streaming.sinks.delta.narrow)."""
     def fb(df, batch_id):
         out.append((batch_id, df.select(*DeltaUpserter.columns_of(df)).toArrow()))
+        if up is not None:
+            up(df, batch_id)
     q = run_available_now(spark, opts, fb, checkpoint)
     assert q.exception() is None, q.exception()
 
@@ -138,17 +145,34 @@ def test_shortcuts_give_the_general_paths_delta_tables(spark, mariadb, db, tmp_p
     _fill(mariadb, db)
     start = mariadb.current_position()
     queries = {"json": source_options(mariadb, db, start, snapshotChunkRows=6)}
-    for table in ("m", "r"):
+    for table in ("m", "r", "k"):
         opts = source_options(mariadb, db, start, snapshotChunkRows=6, table=f"{db}.{table}")
         del opts["includeTables"]
         queries[f"typed {table}"] = opts
     captured = {name: [] for name in queries}
+    # typed streams also straight into an upserter, which collects them narrowed
+    narrowed = []
+
+    def widen(collected, *table):
+        out = narrow.widen(collected, *table)
+        if out is not None:
+            narrowed.append(table)
+        return out
+    monkeypatch.setattr(upserter_module, "widen", widen)
+    p = mariadb.cdc_params()
+    users = {name: DeltaUpserter(str(tmp_path / f"{name}-user".replace(" ", "-")), app_id="u",
+                                 host=p["host"], port=p["port"], user=p["user"],
+                                 password=p["password"])
+             for name in queries if name.startswith("typed")}
     for step in [[]] + STEPS:
         for sql in step:
             mariadb.execute(sql, database=db)
         for name, opts in queries.items():
             opts["startingPosition"] = "snapshot"        # the checkpoint's offset after the first
-            _capture(spark, opts, tmp_path / f"chk-{name}", captured[name])
+            _capture(spark, opts, tmp_path / f"chk-{name}", captured[name], users.get(name))
+    for up in users.values():
+        up.close()
+    assert {t for _db, t in narrowed} == {"m", "r", "k"}
 
     # the snapshot's batch holds several chunks of r whose seqs are not in order: the shortcut
     r_order = [in_order for _id, batch in captured["json"]
@@ -166,12 +190,14 @@ def test_shortcuts_give_the_general_paths_delta_tables(spark, mariadb, db, tmp_p
             m.setattr(lc, "_unique", lambda *a: False)
             _replay(mariadb, roots["walk"], batches)
         _replay(mariadb, roots["per-value"], batches, _PerValue)
-        tables = ["m"] if name == "typed m" else ["r"] if name == "typed r" else ["m", "r", "k"]
+        tables = [name[len("typed "):]] if name.startswith("typed") else ["m", "r", "k"]
         for table in tables:
             if table != "m" or name == "typed m":       # the JSON matrix goes value by value
                 assert f"{db}.{table}: per-value path" not in fell_back, (name, table)
             fast = _delta(roots["fast"], db, table)
-            for other in ("walk", "per-value"):
+            if name in users:                           # the narrow collect's table
+                roots["user"] = tmp_path / f"{name}-user".replace(" ", "-")
+            for other in [r for r in roots if r != "fast"]:
                 got = _delta(roots[other], db, table)
                 assert got.schema == fast.schema, (name, table, other)
                 for col in fast.column_names:

@@ -57,6 +57,7 @@ from cdc.errors import ConfigurationError, SchemaError
 from cdc.replica.config import ReplicaConfig
 
 from streaming.sinks.delta.ddl import SCHEMA_CHANGE, apply_schema_changes
+from streaming.sinks.delta.narrow import narrow_columns, widen
 from streaming.sinks.delta.types import (arrow_schema, delta_spark_type, json_converter,
                                          parse_image, time_texts, typed_converter)
 from streaming.sinks.foreach_batch import spark_safe
@@ -67,6 +68,7 @@ from streaming.sinks.plan import OP_COLUMN, merge_clauses, refuse_keyless
 from streaming.sinks.tables import (ColumnSource, ServerColumns, TableInfo, default_table_path,
                                     server_columns, table_info_from_server)
 from streaming.contract.envelope import UPSERT_FIELDS
+from streaming.contract.spark_schema import image_table
 
 
 log = logging.getLogger("binlog_cdc.delta")
@@ -159,7 +161,23 @@ class DeltaUpserter:
 
     @spark_safe
     def __call__(self, df, batch_id: int) -> None:
-        self.upsert_arrow(df.select(*self.columns_of(df)).toArrow(), batch_id)
+        self.upsert_arrow(self._collect(df), batch_id)
+
+    def _collect(self, df) -> pa.Table:
+        """The changes of *df* as Arrow: of a typed stream without schema changes, only what
+        its columns tell (:mod:`streaming.sinks.delta.narrow`)."""
+        wanted = self.columns_of(df)
+        table = image_table(df.schema)
+        if table is not None and SCHEMA_CHANGE not in wanted:
+            tbl = self._table(*table)
+            columns = narrow_columns(df, *table, tbl.names, tbl.primary_key)
+            if columns is not None:
+                changes = widen(df.selectExpr(*columns).toArrow(), *table)
+                if changes is not None:
+                    return changes
+                log.info("%s.%s: the batch holds changes of other tables (a union of typed "
+                         "streams?): collected again, whole", *table)
+        return df.select(*wanted).toArrow()
 
     @staticmethod
     def columns_of(df) -> list[str]:
