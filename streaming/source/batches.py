@@ -14,7 +14,7 @@ from pyspark.sql.types import StructField, StructType
 from cdc.positions import binlog_file_number
 from cdc.schema.history import point_key
 from cdc.values.types import ABSENT, ColumnDef
-from cdc.errors import SchemaError
+from cdc.errors import SchemaError, ShapeChangedError
 from cdc.binlog.transactions import SchemaChangeAt, key_values
 from cdc.values.render import (compile_json_pair_renderer, compile_json_renderer, row_json,
                                to_json_text)
@@ -326,7 +326,7 @@ class BatchBuilder:
         sc = t.change
         shown = ", ".join(f"{n} {s.simpleString() if hasattr(s, 'simpleString') else s}"
                           for n, s in new)
-        raise SchemaError(
+        raise ShapeChangedError(
             f"typed mode (table={self.table}): the DDL statement at {t.query.file}:{t.query.pos} "
             f"changes the table's shape: {' '.join(sc.ddl.split())[:500]!r}. The stream's schema "
             f"is the table's shape when the query started; the table now has ({shown})"
