@@ -92,6 +92,17 @@ def test_the_job_streams_one_table_typed_and_restarts_at_a_shape_change(
         """))
     cfg = load_config(cfg_file)
     out, stop, result = io.StringIO(), threading.Event(), {}
+    # the upserter's narrow collect of a typed stream (streaming.sinks.delta.narrow), taken
+    # with the job's includeSchemaChanges: the ALTER's record among the collected rows
+    import streaming.sinks.delta.upserter as upserter_module
+    narrowed = []
+
+    def widen(collected, *table):
+        changes = real_widen(collected, *table)
+        narrowed.append(None if changes is None else changes.column("op").to_pylist())
+        return changes
+    real_widen = upserter_module.widen
+    monkeypatch.setattr(upserter_module, "widen", widen)
 
     def job():
         try:
@@ -134,3 +145,4 @@ def test_the_job_streams_one_table_typed_and_restarts_at_a_shape_change(
     source = [dict(zip(("id", "v", "n"), r))
               for r in mariadb.execute(f"SELECT id, v, n FROM `{db}`.t ORDER BY id")]
     assert delta_rows() == source
+    assert None not in narrowed and "s" in sum(narrowed, []), narrowed
