@@ -131,18 +131,15 @@ class BatchBuilder:
         return plan
 
     def _int_form(self, plan: _TablePlan) -> frozenset:
-        """The columns of *plan*'s table map that the row decoder gives in Arrow's integer form
-        (:func:`cdc.rows.decode.decode_image_columns`): those of a typed field collected in that
-        form whose column has the field's type (not the primary key's when the key's JSON is
-        rendered from the values)."""
-        columns, out = plan.tmap.columns, set()
-        for j, i in enumerate(plan.typed_index):
-            if i is not None and self.to_int[j] is not None and \
-                    spark_column(columns[i]).spark == spark_column(self.typed_columns[j]).spark:
-                out.add(i)
-        if self.with_key:
-            out.difference_update(plan.tmap.primary_key or ())
-        return frozenset(out)
+        """The columns of *plan*'s table map that the row decoder may give in Arrow's integer
+        form (:func:`cdc.rows.decode.decode_image_columns`): those of a typed field collected in
+        that form whose column has the field's type (:meth:`add_events` leaves out the primary
+        key's when the key's JSON is rendered from the values)."""
+        columns = plan.tmap.columns
+        return frozenset(i for j, i in enumerate(plan.typed_index)
+                         if i is not None and self.to_int[j] is not None and
+                         spark_column(columns[i]).spark ==
+                         spark_column(self.typed_columns[j]).spark)
 
     def add_transaction(self, tx) -> None:
         """Add every row change of *tx*."""
