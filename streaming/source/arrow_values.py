@@ -144,27 +144,28 @@ def to_int_form(type: pa.DataType):
     Decimal, datetime, date, int...) into its integer form (None: null)."""
     if pa.types.is_decimal(type):
         scale = type.scale
-
-        def to(v):
-            if type_(v) is _decimal.Decimal:
-                return int(v.scaleb(scale))
-            return _int_of(v, type)
-        return to
+        return lambda v: int(v.scaleb(scale)) if type_(v) is _decimal.Decimal else \
+            int_forms([v], type)[0]
     if type == pa.date32():
-        return lambda v: (v - _DAY0).days if type_(v) is _dt.date else _int_of(v, type)
+        return lambda v: (v - _DAY0).days if type_(v) is _dt.date else int_forms([v], type)[0]
     epoch, naive = (_EPOCH, True) if type.tz is None else (_EPOCH_UTC, False)
     return lambda v: (v - epoch) // _US if type_(v) is _dt.datetime and \
-        (v.tzinfo is None) is naive else _int_of(v, type)
+        (v.tzinfo is None) is naive else int_forms([v], type)[0]
 
 
-def _int_of(v, type: pa.DataType):
-    """The integer form of a value of another Python type, as ``pa.array`` reads it."""
-    if v is None:
-        return None
-    a = pa.array([v], type)
-    if pa.types.is_decimal(type):
-        return int(np.frombuffer(a.buffers()[1], np.int64)[2 * a.offset])     # the low word
-    return a.cast(pa.int64() if pa.types.is_timestamp(type) else pa.int32()).to_pylist()[0]
+def int_forms(values: list, type: pa.DataType) -> list:
+    """The integer forms (None: null) of *values* as ``pa.array(values, type)`` reads them
+    (:func:`has_int_form`)."""
+    a = pa.array(values, type)
+    n = len(a)
+    if pa.types.is_decimal(type):       # the low words of the 128-bit values
+        out = np.frombuffer(a.buffers()[1], np.int64, 2 * n, 16 * a.offset)[::2].tolist()
+    else:
+        width = np.int64 if pa.types.is_timestamp(type) else np.int32
+        out = np.frombuffer(a.buffers()[1], width, n, a.offset * width().itemsize).tolist()
+    if a.null_count:
+        out = [v if ok else None for v, ok in zip(out, a.is_valid().to_pylist())]
+    return out
 
 
 def int_form_array(values: list, type: pa.DataType) -> pa.Array:

@@ -21,7 +21,8 @@ from cdc.values.render import (compile_json_pair_renderer, compile_json_renderer
                                to_json_text)
 
 from streaming._compat import to_arrow_schema, to_arrow_type
-from streaming.source.arrow_values import array, has_int_form, int_form_array, to_int_form
+from streaming.source.arrow_values import (array, has_int_form, int_form_array, int_forms,
+                                           to_int_form)
 from streaming.contract.spark_schema import IDENTITY_TYPES, SOURCE_TYPE, image_struct, spark_column
 
 
@@ -413,18 +414,18 @@ class BatchBuilder:
             vals = columns[i]
             if not full:
                 vals = [None if v is ABSENT else v for v in vals]
-            types = set(map(type, vals))
+            to_int = self.to_int[j]
+            types = None if conv is None and to_int is None else set(map(type, vals))
             # a converter that would hand back every value of the column: skip it
             if conv is not None and not (identity is not None and all(map(identity, types))):
                 vals = [None if v is None else conv(v) for v in vals]
                 types = set(map(type, vals))
-            to_int = self.to_int[j]
             if to_int is not None:
-                ints = int_form is not None and i in int_form
-                if not (ints and types <= _INT_OR_NONE):
-                    # objects: the values the decoder did not give in integer form
-                    vals = [v if v is None or (ints and type(v) is int) else to_int(v)
-                            for v in vals]
+                if int_form is None or i not in int_form:   # objects, as pa.array takes them
+                    vals = self._arrow(self.image_fields[j], vals, int_forms)
+                elif not types <= _INT_OR_NONE:
+                    # the values the native decoder left to the Python one (zero dates...)
+                    vals = [v if v is None or type(v) is int else to_int(v) for v in vals]
             child += vals
         if out.rows >= self._chunk_rows:
             self._convert(out)
