@@ -370,6 +370,31 @@ civil_from_days(long long z, int *y, int *m, int *d)
     *y = (int)(yy + (*m <= 2));
 }
 
+/* The digit groups' values of the DECIMAL at p (c->size bytes) into v, and its sign: 0, or -1
+ * when a digit group is out of range (the Python decoder then decides). */
+static int
+decimal_groups(const ColSpec *c, const unsigned char *p, unsigned long long *v, int *negative)
+{
+    *negative = !(p[0] & 0x80);
+    unsigned char flip = *negative ? 0xFF : 0x00;
+    const unsigned char *q = p;
+    for (int g = 0; g < c->ngroups; g++) {
+        int nb = c->gbytes[g];
+        unsigned long long x = 0;
+        for (int i = 0; i < nb; i++) {
+            unsigned char byte = q[i] ^ flip;
+            if (q + i == p)
+                byte ^= 0x80;
+            x = (x << 8) | byte;
+        }
+        q += nb;
+        if (x >= (unsigned long long)POW10[c->gdigits[g]])
+            return -1;
+        v[g] = x;
+    }
+    return 0;
+}
+
 /* The DECIMAL at p (c->size bytes): a Decimal, or NULL without an error set when a digit group
  * is out of range (the Python decoder then decides). */
 static PyObject *
@@ -377,9 +402,10 @@ decode_decimal(const ColSpec *c, const unsigned char *p)
 {
     char text[MAX_GROUPS * 9 + 16];
     char *t = text;
-    int negative = !(p[0] & 0x80);
-    unsigned char flip = negative ? 0xFF : 0x00;
-    const unsigned char *q = p;
+    unsigned long long groups[MAX_GROUPS];
+    int negative;
+    if (decimal_groups(c, p, groups, &negative) < 0)
+        return NULL;
     if (negative)
         *t++ = '-';
     /* [-]<integer digits>.<scale digits>: the digit groups, zero-padded, with the point put
@@ -387,17 +413,8 @@ decode_decimal(const ColSpec *c, const unsigned char *p)
     int intg = c->a - c->b;
     char *point = NULL;
     for (int g = 0; g < c->ngroups; g++) {
-        int nb = c->gbytes[g], nd = c->gdigits[g];
-        unsigned long long v = 0;
-        for (int i = 0; i < nb; i++) {
-            unsigned char byte = q[i] ^ flip;
-            if (q + i == p)
-                byte ^= 0x80;
-            v = (v << 8) | byte;
-        }
-        q += nb;
-        if (v >= (unsigned long long)POW10[nd])
-            return NULL;
+        int nd = c->gdigits[g];
+        unsigned long long v = groups[g];
         if (intg == 0 && c->b && point == NULL) {
             point = t;
             *t++ = '.';
@@ -419,28 +436,49 @@ decode_decimal(const ColSpec *c, const unsigned char *p)
     return r;
 }
 
-static PyObject *
-decode_datetime2(const ColSpec *c, const unsigned char *p)
+/* The DATETIME2 at p as f = {year, month, day, hour, minute, second, microsecond}: 0, or -1
+ * when it is no valid datetime (zero dates ...: the Python decoder decides) */
+static int
+datetime2_fields(const ColSpec *c, const unsigned char *p, int *f)
 {
     long long packed = (long long)be_uint(p, 5) - 0x8000000000LL;
     if (packed < 0)
-        return NULL;
+        return -1;
     long long us = c->nfrac ? (long long)be_uint(p + 5, c->nfrac) * c->mult : 0;
     long long ymd = packed >> 17, hms = packed & 0x1FFFF;
     long long ym = ymd >> 5;
     long long y = ym / 13, mo = ym % 13, d = ymd & 31;
     int h = (int)(hms >> 12), mi = (int)((hms >> 6) & 63), s = (int)(hms & 63);
     if (!valid_date(y, mo, d) || h > 23 || mi > 59 || s > 59 || us > 999999)
+        return -1;
+    f[0] = (int)y, f[1] = (int)mo, f[2] = (int)d, f[3] = h, f[4] = mi, f[5] = s, f[6] = (int)us;
+    return 0;
+}
+
+static PyObject *
+decode_datetime2(const ColSpec *c, const unsigned char *p)
+{
+    int f[7];
+    if (datetime2_fields(c, p, f) < 0)
         return NULL;
-    return PyDateTime_FromDateAndTime((int)y, (int)mo, (int)d, h, mi, s, (int)us);
+    return PyDateTime_FromDateAndTime(f[0], f[1], f[2], f[3], f[4], f[5], f[6]);
+}
+
+/* The TIMESTAMP2 at p as seconds and microseconds since the epoch: 0, or -1 for the zero
+ * timestamp or an invalid fraction (the Python decoder decides) */
+static int
+timestamp2_fields(const ColSpec *c, const unsigned char *p, long long *secs, long long *us)
+{
+    *secs = (long long)be_uint(p, 4);
+    *us = c->nfrac ? (long long)be_uint(p + 4, c->nfrac) * c->mult : 0;
+    return (*secs == 0 && *us == 0) || *us > 999999 ? -1 : 0;
 }
 
 static PyObject *
 decode_timestamp2(const ColSpec *c, const unsigned char *p)
 {
-    long long secs = (long long)be_uint(p, 4);
-    long long us = c->nfrac ? (long long)be_uint(p + 4, c->nfrac) * c->mult : 0;
-    if ((secs == 0 && us == 0) || us > 999999)
+    long long secs, us;
+    if (timestamp2_fields(c, p, &secs, &us) < 0)
         return NULL;
     int y, m, d;
     civil_from_days(secs / 86400, &y, &m, &d);
@@ -490,12 +528,20 @@ decode_time2(const ColSpec *c, const unsigned char *p)
                                           1, PyDateTimeAPI->DeltaType);
 }
 
+/* The DATE at p: 0, or -1 when it is no valid date (the Python decoder decides) */
+static int
+date_fields(const unsigned char *p, int *y, int *m, int *d)
+{
+    unsigned long v = (unsigned long)le_uint(p, 3);
+    *d = v & 31, *m = (v >> 5) & 15, *y = (int)(v >> 9);
+    return valid_date(*y, *m, *d) ? 0 : -1;
+}
+
 static PyObject *
 decode_date(const unsigned char *p)
 {
-    unsigned long v = (unsigned long)le_uint(p, 3);
-    int d = v & 31, m = (v >> 5) & 15, y = (int)(v >> 9);
-    if (!valid_date(y, m, d))
+    int y, m, d;
+    if (date_fields(p, &y, &m, &d) < 0)
         return NULL;
     return PyDate_FromDate(y, m, d);
 }
@@ -517,24 +563,13 @@ days_from_civil(long long y, int m, int d)
 static PyObject *
 decimal_int(const ColSpec *c, const unsigned char *p)
 {
-    int negative = !(p[0] & 0x80);
-    unsigned char flip = negative ? 0xFF : 0x00;
-    const unsigned char *q = p;
+    unsigned long long groups[MAX_GROUPS];
+    int negative;
+    if (decimal_groups(c, p, groups, &negative) < 0)
+        return NULL;
     long long u = 0;
-    for (int g = 0; g < c->ngroups; g++) {
-        int nb = c->gbytes[g], nd = c->gdigits[g];
-        unsigned long long v = 0;
-        for (int i = 0; i < nb; i++) {
-            unsigned char byte = q[i] ^ flip;
-            if (q + i == p)
-                byte ^= 0x80;
-            v = (v << 8) | byte;
-        }
-        q += nb;
-        if (v >= (unsigned long long)POW10[nd])
-            return NULL;
-        u = u * POW10[nd] + (long long)v;       /* < 10**18: no overflow */
-    }
+    for (int g = 0; g < c->ngroups; g++)
+        u = u * POW10[c->gdigits[g]] + (long long)groups[g];   /* < 10**18: no overflow */
     return PyLong_FromLongLong(negative ? -u : u);
 }
 
@@ -542,27 +577,20 @@ decimal_int(const ColSpec *c, const unsigned char *p)
 static PyObject *
 datetime2_us(const ColSpec *c, const unsigned char *p)
 {
-    long long packed = (long long)be_uint(p, 5) - 0x8000000000LL;
-    if (packed < 0)
+    int f[7];
+    if (datetime2_fields(c, p, f) < 0)
         return NULL;
-    long long us = c->nfrac ? (long long)be_uint(p + 5, c->nfrac) * c->mult : 0;
-    long long ymd = packed >> 17, hms = packed & 0x1FFFF;
-    long long ym = ymd >> 5;
-    long long y = ym / 13, mo = ym % 13, d = ymd & 31;
-    int h = (int)(hms >> 12), mi = (int)((hms >> 6) & 63), s = (int)(hms & 63);
-    if (!valid_date(y, mo, d) || h > 23 || mi > 59 || s > 59 || us > 999999)
-        return NULL;
-    long long secs = days_from_civil(y, (int)mo, (int)d) * 86400LL + h * 3600LL + mi * 60LL + s;
-    return PyLong_FromLongLong(secs * 1000000LL + us);
+    long long secs = days_from_civil(f[0], f[1], f[2]) * 86400LL + f[3] * 3600LL + f[4] * 60LL
+                     + f[5];
+    return PyLong_FromLongLong(secs * 1000000LL + f[6]);
 }
 
 /* K_TIMESTAMP2_US: NULL without an error set where decode_timestamp2 gives NULL */
 static PyObject *
 timestamp2_us(const ColSpec *c, const unsigned char *p)
 {
-    long long secs = (long long)be_uint(p, 4);
-    long long us = c->nfrac ? (long long)be_uint(p + 4, c->nfrac) * c->mult : 0;
-    if ((secs == 0 && us == 0) || us > 999999)
+    long long secs, us;
+    if (timestamp2_fields(c, p, &secs, &us) < 0)
         return NULL;
     return PyLong_FromLongLong(secs * 1000000LL + us);
 }
@@ -571,9 +599,8 @@ timestamp2_us(const ColSpec *c, const unsigned char *p)
 static PyObject *
 date_days(const unsigned char *p)
 {
-    unsigned long v = (unsigned long)le_uint(p, 3);
-    int d = v & 31, m = (v >> 5) & 15, y = (int)(v >> 9);
-    if (!valid_date(y, m, d))
+    int y, m, d;
+    if (date_fields(p, &y, &m, &d) < 0)
         return NULL;
     return PyLong_FromLongLong(days_from_civil(y, m, d));
 }
