@@ -65,7 +65,9 @@ class BatchBuilder:
     Works per rows event, column by column: the envelope fields are runs of one value per event
     (Arrow expands them at :meth:`flush`), full row images go through a JSON renderer generated
     per table layout (:func:`cdc.values.render.compile_json_renderer`), typed images are built one
-    struct child at a time and go to Arrow in chunks of about ``_TYPED_CHUNK_VALUES`` values.
+    struct child at a time and go to Arrow in chunks of about ``_TYPED_CHUNK_VALUES`` values;
+    DECIMAL (up to 18 digits), DATETIME, TIMESTAMP and DATE values come from the row decoder in
+    Arrow's integer form (:meth:`_int_form`) and go to Arrow from buffers.
     """
 
     def __init__(self, schema: StructType, typed_columns: list[ColumnDef] | None = None, *,
