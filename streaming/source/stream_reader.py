@@ -293,8 +293,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 rows += r
                 nbytes += b.bytes
                 if at.key >= target:
-                    complete = False
-                    break
+                    break           # scanned up to the target: complete
                 if (cap_rows is not None and rows > cap_rows) or \
                         (cap_bytes is not None and nbytes > cap_bytes):
                     complete = False
