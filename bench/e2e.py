@@ -159,6 +159,11 @@ def _upserter(conn: dict, root: str, app_id: str):
                          password=conn["password"], app_id=app_id)
 
 
+#: the throughput rows' workload label of each mode (--modes)
+MODE_LABELS = {"json": "", "typed": " (typed: option table)",
+               "defaults": " (without option fields)"}
+
+
 def _query(spark, opts: dict, fn, ckpt: str, trigger: dict):
     reader = spark.readStream.format("binlog-cdc")
     for k, v in opts.items():
@@ -167,9 +172,12 @@ def _query(spark, opts: dict, fn, ckpt: str, trigger: dict):
             .trigger(**trigger).start())
 
 
-def _throughput_options(conn, db, start_file, max_events, min_partitions, table=None) -> dict:
+def _throughput_options(conn, db, start_file, max_events, min_partitions, table=None,
+                        fields=True) -> dict:
     opts = _options(conn, db, start_file, maxEventsPerTrigger=max_events,
                     minPartitions=min_partitions)
+    if not fields:          # every envelope column: the source's default
+        del opts["fields"]
     if table:
         del opts["includeTables"]
         opts["table"] = f"{db}.{table}"
@@ -177,14 +185,14 @@ def _throughput_options(conn, db, start_file, max_events, min_partitions, table=
 
 
 def floor_to_delta(spark, conn, db, start_file, work, tag, max_events, min_partitions,
-                   table=None) -> tuple[int, float]:
+                   table=None, fields=True) -> tuple[int, float]:
     """(changes, seconds) of the engine's floor for the same run (:mod:`bench.floor`): its
     micro-batches, captured by an untimed run, replayed by a trivial source in as many
     partitions into the same ``foreachBatch(DeltaUpserter)``."""
     from . import floor
     floor.register(spark)
     reader = spark.readStream.format("binlog-cdc")
-    opts = _throughput_options(conn, db, start_file, max_events, min_partitions, table)
+    opts = _throughput_options(conn, db, start_file, max_events, min_partitions, table, fields)
     for k, v in opts.items():
         reader = reader.option(k, v)
     pre = floor.prebuild(floor.capture(reader.load(), work), os.path.join(work, "pre-" + tag),
@@ -196,11 +204,11 @@ def floor_to_delta(spark, conn, db, start_file, work, tag, max_events, min_parti
 
 
 def stream_to_delta(spark, conn, db, start_file, out, ckpt, max_events, min_partitions=1,
-                    timeout=900.0, table=None):
+                    timeout=900.0, table=None, fields=True):
     """(changes, seconds, batches, seconds in triggers) of one availableNow run into Delta
-    (*table*: typed mode, option table=db.table)."""
+    (*table*: typed mode, option table=db.table; *fields* False: without option fields)."""
     up = _upserter(conn, out, "bench-e2e")
-    opts = _throughput_options(conn, db, start_file, max_events, min_partitions, table)
+    opts = _throughput_options(conn, db, start_file, max_events, min_partitions, table, fields)
     t = time.perf_counter()
     q = _query(spark, opts, up, ckpt, {"availableNow": True})
     if not q.awaitTermination(timeout):
@@ -227,7 +235,8 @@ def warm_up_runs(spark, server, conn, work: str, rows: int, modes, max_events: i
         t = time.perf_counter()
         stream_to_delta(spark, conn, db, start_file, os.path.join(work, "d-warm-" + mode),
                         os.path.join(work, "c-warm-" + mode), max_events, min_partitions,
-                        table=KEY_OF["inserts"] if mode == "typed" else None)
+                        table=KEY_OF["inserts"] if mode == "typed" else None,
+                        fields=mode != "defaults")
         out(f"warm-up ({mode}, {rows:,} inserts, not timed): {time.perf_counter() - t:.1f} s")
 
 
@@ -380,16 +389,17 @@ def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
                                               os.path.join(work, "h-" + name), max_events)
                         hand_rate, hand_changes = hn / ht, hn
                     for mode in modes:
-                        typed = mode == "typed"
-                        tag = name + ("-typed" if typed else "")
-                        r = {"workload": name + (" (typed: option table)" if typed else "")}
+                        typed, fields = mode == "typed", mode != "defaults"
+                        tag = name + ("" if mode == "json" else "-" + mode)
+                        r = {"workload": name + MODE_LABELS[mode]}
                         n, dt, batches, busy = stream_to_delta(
                             spark, conn, db, start_file, os.path.join(work, "d-" + tag),
                             os.path.join(work, "c-" + tag), max_events, min_partitions,
-                            table=KEY_OF[name] if typed else None)
+                            table=KEY_OF[name] if typed else None, fields=fields)
                         fn, fdt = floor_to_delta(spark, conn, db, start_file, work, tag,
                                                  max_events, min_partitions,
-                                                 table=KEY_OF[name] if typed else None)
+                                                 table=KEY_OF[name] if typed else None,
+                                                 fields=fields)
                         if fn != n:
                             raise RuntimeError(f"{tag}: the floor replayed {fn} of {n} changes")
                         r.update(changes=n, seconds=dt, rate=n / dt, batches=batches,
@@ -491,19 +501,24 @@ def main(argv=None) -> dict:
     ap.add_argument("--min-partitions", type=int, default=1,
                     help="minPartitions of the throughput runs (default 1)")
     ap.add_argument("--modes", default="json,typed",
-                    help="throughput runs: json (the envelope, option includeTables) and/or "
-                         "typed (option table=db.<the workload's table>), comma-separated")
+                    help="throughput runs, comma-separated: json (the envelope, option "
+                         "includeTables, option fields as the upserter reads), typed (option "
+                         "table=db.<the workload's table>), defaults (json without option "
+                         "fields: every envelope column)")
     ap.add_argument("--no-hand", action="store_true", help="skip the hand-written pipeline")
     ap.add_argument("--no-warm-up", action="store_true",
                     help="measure throughput on a JVM that has not run a big batch yet")
     ap.add_argument("--markdown", help="also write the tables to this file")
     args = ap.parse_args(argv)
+    modes = [m for m in args.modes.split(",") if m]
+    if not modes or set(modes) - set(MODE_LABELS):
+        ap.error(f"--modes: comma-separated, of {','.join(MODE_LABELS)}")
     rates = None if not args.rates else [] if args.rates == "none" else [
         int(x) for x in args.rates.split(",")]
     res = run(args.scale, args.workloads, rates, args.max_events, args.trigger,
               hand=not args.no_hand, min_partitions=args.min_partitions,
               warm_up=not args.no_warm_up,
-              modes=[m for m in args.modes.split(",") if m])
+              modes=modes)
     show(table(res), args.markdown)
     return res
 
