@@ -240,12 +240,13 @@ class JsonImages:
         self.names = list(names)
         self.key = list(key) if key else None
 
-    def images(self, rows: list) -> tuple[pa.Array, pa.Array | None]:
-        """(the rows' ``after`` texts, their key texts or None without a primary key)."""
+    def images(self, rows: list, keys: bool = True) -> tuple[pa.Array, pa.Array | None]:
+        """(the rows' ``after`` texts, their key texts or None without a primary key or
+        without *keys*: the stream does not deliver them)."""
         if not self.columns:
             return pa.array(["{}"] * len(rows), pa.string()), None
         parts = [_column_parts(c, vals) for c, vals in zip(self.columns, _columns(rows))]
-        return _object(self.names, parts), self._key(parts)
+        return _object(self.names, parts), self._key(parts) if keys else None
 
     def keys(self, rows: list) -> pa.Array | None:
         """The rows' key texts alone (None without a primary key)."""
@@ -320,7 +321,7 @@ class TypedImages:
         self.convert = convert
         self.json = JsonImages(columns, names, key)
 
-    def images(self, rows: list) -> tuple[pa.Array, pa.Array | None]:
+    def images(self, rows: list, keys: bool = True) -> tuple[pa.Array, pa.Array | None]:
         n = len(rows)
         columns = _columns(rows, len(self.columns))
         children = []
@@ -331,7 +332,7 @@ class TypedImages:
             children.append(self._child(j, self.columns[i], columns[i], field.type))
         after = pa.StructArray.from_arrays(children, fields=self.fields) if self.fields else \
             pa.array([{}] * n, pa.struct([]))
-        return after, self.json.keys(rows)
+        return after, self.json.keys(rows) if keys else None
 
     def _child(self, j: int, col: ColumnDef, values, type) -> pa.Array:
         try:

@@ -198,3 +198,36 @@ def test_escape_check_reads_only_the_arrays_values():
     assert all(sc._needs_escape(pa.array([chr(c)])) for c in list(range(32)) + [34, 92])
     assert not any(sc._needs_escape(pa.array([chr(c)])) for c in range(32, 0x800)
                    if c not in (34, 92))
+
+
+@pytest.mark.parametrize("typed", [False, True], ids=["json", "typed"])
+def test_column_path_batches_equal_the_row_path_without_the_key(typed):
+    """With option fields leaving out ``key`` (DeltaUpserter's fields) the column path skips
+    the key's JSON and builds seq and the null before images its own way: still the row
+    path's batches."""
+    from streaming.contract.envelope import UPSERT_FIELDS
+    from streaming.contract.spark_schema import JSON_SCHEMA, typed_schema, with_fields
+    from tests.support.snapshot_paths import both_paths
+    pytest.importorskip("pyspark")
+    cols = _table_columns()
+    schema = with_fields(typed_schema(cols) if typed else JSON_SCHEMA, UPSERT_FIELDS)
+    assert "key" not in schema.fieldNames()
+    old, new = both_paths(cols, _raw_rows(700, False), typed=typed, rows_per_batch=256,
+                          schema=schema)
+    assert old.num_rows == new.num_rows == 700
+    assert old.schema == new.schema
+    for name in old.column_names:
+        assert old[name].combine_chunks().equals(new[name].combine_chunks()), name
+
+
+@pytest.mark.parametrize("rows", [range(0, 0), range(0, 1), range(8192, 16384),
+                                  range(10 ** 10 - 3, 10 ** 10 + 2)],
+                         ids=["empty", "one", "second-batch", "past-ten-digits"])
+def test_read_batch_seqs_are_the_envelopes(rows):
+    pytest.importorskip("pyspark")
+    from streaming.contract.envelope import seq
+    from streaming.source.batches import _range_seqs
+    prefix = seq("mysql-bin.000003", 4711, 0)[:-10]
+    got = _range_seqs(prefix, rows)
+    assert got.type == pa.string()
+    assert got.to_pylist() == [seq("mysql-bin.000003", 4711, i) for i in rows]
