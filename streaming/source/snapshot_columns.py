@@ -15,7 +15,6 @@ row was before. The texts are exactly :func:`~cdc.values.render.row_json` of the
 
 from __future__ import annotations
 
-import sys
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -106,9 +105,6 @@ def _temporal(raw: pa.Array, parse_type) -> pa.Array:
         raise _Slow from None
     if pc.any(pc.starts_with(text, "0000")).as_py():
         raise _Slow
-    if sys.version_info < (3, 11) and parse_type != pa.date32() and not pc.all(pc.is_in(
-            pc.drop_null(pc.utf8_length(text)), pa.array([19, 23, 26], pa.int32()))).as_py():
-        raise _Slow       # Python 3.10's fromisoformat takes 3 or 6 fraction digits only
     return text
 
 

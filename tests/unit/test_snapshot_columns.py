@@ -6,8 +6,6 @@ counterpart: tests/live/test_snapshot_values_live.py::test_columnar_json_images_
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 pa = pytest.importorskip("pyarrow")
@@ -84,9 +82,6 @@ def test_fragments_equal_the_row_path(column, texts, fast):
     got = sc.JsonImages([column], ["c"], None).images([(t,) for t in texts])[0].to_pylist()
     assert got == want
     raw = pa.array(texts, pa.binary())
-    if sys.version_info < (3, 11) and column.real_type in (T.DATETIME2, T.TIMESTAMP2) and \
-            any(t is not None and len(t) not in (19, 23, 26) for t in texts):
-        fast = False      # Python 3.10's fromisoformat takes 3 or 6 fraction digits only
     if fast:
         sc._fast_parts(column, raw)       # no _Slow: Arrow renders this batch
     else:
