@@ -25,7 +25,8 @@ import time
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from streaming._compat import LegacyOffsets, ReadAllAvailable, ReadMaxRows
+from streaming._compat import (LegacyOffsets, ReadAllAvailable, ReadMaxRows,
+                              SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
 FORMAT = "bench-floor"
@@ -38,14 +39,19 @@ class _File(InputPartition):
         self.path = path
 
 
-class CountedBatches(DataSourceStreamReader):
+class CountedBatches(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """A stream of *count* planned micro-batches: offsets ``{"batch": k}``, one micro-batch per
-    trigger (all of them when the engine asks for everything available); a subclass gives
-    :meth:`batch_partitions` and ``read``."""
+    trigger (all of them when the engine asks for everything available: ``Trigger.Once``;
+    ``Trigger.AvailableNow`` replays them one by one, as the measured query ran them); a
+    subclass gives :meth:`batch_partitions` and ``read``."""
 
     def __init__(self, count: int):
         self.count = count
         self._legacy = LegacyOffsets()      # PySpark 4.0/4.1: the next batch's start
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """The batches are all known: nothing to fix (without this, ``Trigger.AvailableNow``
+        would run them all as one micro-batch, their partitions side by side)."""
 
     def initialOffset(self) -> dict:
         return {"batch": 0}

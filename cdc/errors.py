@@ -85,6 +85,11 @@ class SchemaError(CdcError):
     """Row images cannot be decoded with the table map at hand (unknown table id, unknown type)."""
 
 
+class ShapeChangedError(SchemaError):
+    """A DDL statement changed the shape of the one table a typed stream (option ``table``)
+    delivers: the query stops there; restarted, it reads the new shape and continues."""
+
+
 # --- GTIDs --------------------------------------------------------------------------------------
 
 

@@ -15,6 +15,9 @@ __all__ = ["Statement", "ddl_statements"]
 
 #: events asked for at a time
 PAGE = 5000
+#: events asked for on the SQL connection before a stretch is read on with the raw pages
+#: (a PyMySQL row costs several times what a raw page's does)
+FIRST_PAGE = 500
 
 _USE = re.compile(r"use `((?:[^`]|``)*)`; ", re.S)
 
@@ -53,7 +56,8 @@ def ddl_statements(query: Callable, start: tuple, end: tuple,
     the binlog's end (both event boundaries), in binlog order.
 
     *pages*: makes a :class:`~cdc.replica.binlog_events.QueryEventPages` (a connection of its
-    own); a stretch longer than one page is read on with it (its rows cost less to read)."""
+    own); a stretch of more than :data:`FIRST_PAGE` events is read on with it (its rows cost
+    less to read)."""
     if point_key(*start) >= point_key(*end):
         return []
     files = [_text(r[0]) for r in query("SHOW BINARY LOGS", None)]
@@ -66,10 +70,12 @@ def ddl_statements(query: Callable, start: tuple, end: tuple,
             pos, skip = (start[1] if file == start[0] else 4), 0
             while True:
                 if fast is None:
+                    limit = PAGE if pages is None else min(PAGE, FIRST_PAGE)
                     rows = query(f"SHOW BINLOG EVENTS IN %s FROM {int(pos)} "
-                                 f"LIMIT {skip}, {PAGE}", (file,))
+                                 f"LIMIT {skip}, {limit}", (file,))
                     kept, count, last = rows, len(rows), rows[-1] if rows else None
                 else:
+                    limit = PAGE
                     kept, count, last = fast(file, pos, skip, PAGE)
                 for row in kept:
                     if point_key(file, int(row[1])) >= ends_at:
@@ -79,7 +85,7 @@ def ddl_statements(query: Callable, start: tuple, end: tuple,
                         out.append(st)
                 if last is not None and point_key(file, int(last[1])) >= ends_at:
                     return out
-                if count < PAGE:
+                if count < limit:
                     break
                 # the next page: after the last event (MariaDB 11.4+ logs an event inside a
                 # transaction with End_log_pos 0, so not from its end)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from cdc.errors import ConnectionLost, ProtocolError, map_server_error
-from cdc.replica.packets import frame, parse_err, take_over
+from cdc.replica.packets import HEADER_LEN, MAX_PAYLOAD, frame, parse_err, take_over
 from cdc.replica.sql import connect
 
 __all__ = ["Page", "QueryEventPages"]
@@ -71,8 +71,6 @@ class QueryEventPages:
         self._conn = connect(config)
         self._reader = take_over(self._conn)
         self._reader.sock.settimeout(max(config.connect_timeout, 30.0))
-        self._ready: list[bytes] = []
-        self._next = 0
 
     def close(self) -> None:
         try:
@@ -96,35 +94,64 @@ class QueryEventPages:
             self._payload()
         if not self._is_eof(self._payload()):
             raise ProtocolError("SHOW BINLOG EVENTS: no EOF after the column definitions")
-        queries, count, last = [], 0, None
+        queries, count, last = self._rows()
+        return Page(queries, count, None if last is None else _row(last))
+
+    def _rows(self) -> tuple[list, int, bytes | None]:
+        """The result's rows up to its EOF: (the QUERY events' rows, how many rows, the last
+        row's payload). The rows are walked in the reader's buffer, a copy made only of a row
+        that may be a QUERY event's and of the last one; what is not a whole row of less than
+        16 MiB there (the EOF, an error, a row still arriving) takes :meth:`_payload`."""
+        queries: list = []
+        count, last = 0, None
+        r = self._reader
+        most = min(r.max_payload, MAX_PAYLOAD - 1)
         while True:
+            buf, i, end = r._buf, r._pos, len(r._buf)
+            seq = r.seq
+            span = None
+            while end - i >= HEADER_LEN:
+                length = buf[i] | (buf[i + 1] << 8) | (buf[i + 2] << 16)
+                stop = i + HEADER_LEN + length
+                if stop > end or length > most or length == 0 or \
+                        buf[i + HEADER_LEN] in (0xFF, 0xFE) or \
+                        (seq is not None and buf[i + 3] != seq):
+                    break
+                seq = (buf[i + 3] + 1) & 0xFF
+                count += 1
+                span = (i + HEADER_LEN, stop)
+                if buf.find(_QUERY, i + HEADER_LEN, stop) >= 0:
+                    row = _row(bytes(buf[i + HEADER_LEN:stop]))
+                    if row[2] == "Query":
+                        queries.append(row)
+                r.packets += 1
+                i = stop
+            if span is not None:
+                last = bytes(buf[span[0]:span[1]])
+                r.seq = seq
+                r._advance(i)
             p = self._payload()
             if p[0] == 0xFF:
                 raise self._error(p)
             if self._is_eof(p):
-                break
+                return queries, count, last
             count += 1
             last = p
             if _QUERY in p:
                 row = _row(p)
                 if row[2] == "Query":
                     queries.append(row)
-        return Page(queries, count, None if last is None else _row(last))
 
     @staticmethod
     def _is_eof(p: bytes) -> bool:
         return p[0] == 0xFE and len(p) < 9
 
     def _payload(self) -> bytes:
-        if self._next >= len(self._ready):
-            try:
-                self._ready = self._reader.ready() or [self._reader.read_payload()]
-            except TimeoutError:
-                raise ConnectionLost(f"no answer to SHOW BINLOG EVENTS from {self.config.where} "
-                                     f"in {self._reader.sock.gettimeout():.0f} s") from None
-            self._next = 0
-        p = self._ready[self._next]
-        self._next += 1
+        try:
+            p = self._reader.read_payload()
+        except TimeoutError:
+            raise ConnectionLost(f"no answer to SHOW BINLOG EVENTS from {self.config.where} "
+                                 f"in {self._reader.sock.gettimeout():.0f} s") from None
         if not p:
             raise ProtocolError("an empty packet in a SHOW BINLOG EVENTS result")
         return p

@@ -32,8 +32,28 @@ enum {
     K_TIME2,        /* a: fractional digits 0-6 */
     K_DATE,
     K_BIT,          /* a: byte size 0-8 */
+    /* Arrow's integer form of a value instead of the Python object (typed Arrow columns are
+     * built from these without a Decimal/datetime/date per value; values the native code does
+     * not build still come from the Python decoder, as objects): */
+    K_DECIMAL_INT,  /* DECIMAL of precision <= 18 (a, b as DECIMAL): the unscaled int */
+    K_DATETIME2_US, /* DATETIME2: microseconds since 1970-01-01 00:00 of its wall time */
+    K_TIMESTAMP2_US,/* TIMESTAMP2: microseconds since the epoch */
+    K_DATE_DAYS,    /* DATE: days since 1970-01-01 */
     K_LAST
 };
+
+/* the kind whose binary layout an integer-form kind reads */
+static inline int
+layout_kind(int kind)
+{
+    switch (kind) {
+    case K_DECIMAL_INT: return K_DECIMAL;
+    case K_DATETIME2_US: return K_DATETIME2;
+    case K_TIMESTAMP2_US: return K_TIMESTAMP2;
+    case K_DATE_DAYS: return K_DATE;
+    default: return kind;
+    }
+}
 
 #define MAX_GROUPS 16
 
@@ -126,6 +146,11 @@ spec_init(ColSpec *c, PyObject *item, Py_ssize_t ncols)
     c->mult = 0;
     c->row_reuse = kind == K_DECIMAL || kind == K_DATETIME2 || kind == K_TIMESTAMP2
                    || kind == K_TIME2 || kind == K_DATE;
+    if (kind == K_DECIMAL_INT && (a > 18 || a < 1)) {
+        PyErr_SetString(PyExc_ValueError, "DECIMAL_INT needs a precision of 1-18");
+        return -1;
+    }
+    kind = layout_kind(kind);
     switch (kind) {
     case K_I8: case K_U8: case K_YEAR: c->size = 1; break;
     case K_I16: case K_U16: c->size = 2; break;
@@ -345,6 +370,31 @@ civil_from_days(long long z, int *y, int *m, int *d)
     *y = (int)(yy + (*m <= 2));
 }
 
+/* The digit groups' values of the DECIMAL at p (c->size bytes) into v, and its sign: 0, or -1
+ * when a digit group is out of range (the Python decoder then decides). */
+static int
+decimal_groups(const ColSpec *c, const unsigned char *p, unsigned long long *v, int *negative)
+{
+    *negative = !(p[0] & 0x80);
+    unsigned char flip = *negative ? 0xFF : 0x00;
+    const unsigned char *q = p;
+    for (int g = 0; g < c->ngroups; g++) {
+        int nb = c->gbytes[g];
+        unsigned long long x = 0;
+        for (int i = 0; i < nb; i++) {
+            unsigned char byte = q[i] ^ flip;
+            if (q + i == p)
+                byte ^= 0x80;
+            x = (x << 8) | byte;
+        }
+        q += nb;
+        if (x >= (unsigned long long)POW10[c->gdigits[g]])
+            return -1;
+        v[g] = x;
+    }
+    return 0;
+}
+
 /* The DECIMAL at p (c->size bytes): a Decimal, or NULL without an error set when a digit group
  * is out of range (the Python decoder then decides). */
 static PyObject *
@@ -352,9 +402,10 @@ decode_decimal(const ColSpec *c, const unsigned char *p)
 {
     char text[MAX_GROUPS * 9 + 16];
     char *t = text;
-    int negative = !(p[0] & 0x80);
-    unsigned char flip = negative ? 0xFF : 0x00;
-    const unsigned char *q = p;
+    unsigned long long groups[MAX_GROUPS];
+    int negative;
+    if (decimal_groups(c, p, groups, &negative) < 0)
+        return NULL;
     if (negative)
         *t++ = '-';
     /* [-]<integer digits>.<scale digits>: the digit groups, zero-padded, with the point put
@@ -362,17 +413,8 @@ decode_decimal(const ColSpec *c, const unsigned char *p)
     int intg = c->a - c->b;
     char *point = NULL;
     for (int g = 0; g < c->ngroups; g++) {
-        int nb = c->gbytes[g], nd = c->gdigits[g];
-        unsigned long long v = 0;
-        for (int i = 0; i < nb; i++) {
-            unsigned char byte = q[i] ^ flip;
-            if (q + i == p)
-                byte ^= 0x80;
-            v = (v << 8) | byte;
-        }
-        q += nb;
-        if (v >= (unsigned long long)POW10[nd])
-            return NULL;
+        int nd = c->gdigits[g];
+        unsigned long long v = groups[g];
         if (intg == 0 && c->b && point == NULL) {
             point = t;
             *t++ = '.';
@@ -394,28 +436,49 @@ decode_decimal(const ColSpec *c, const unsigned char *p)
     return r;
 }
 
-static PyObject *
-decode_datetime2(const ColSpec *c, const unsigned char *p)
+/* The DATETIME2 at p as f = {year, month, day, hour, minute, second, microsecond}: 0, or -1
+ * when it is no valid datetime (zero dates ...: the Python decoder decides) */
+static int
+datetime2_fields(const ColSpec *c, const unsigned char *p, int *f)
 {
     long long packed = (long long)be_uint(p, 5) - 0x8000000000LL;
     if (packed < 0)
-        return NULL;
+        return -1;
     long long us = c->nfrac ? (long long)be_uint(p + 5, c->nfrac) * c->mult : 0;
     long long ymd = packed >> 17, hms = packed & 0x1FFFF;
     long long ym = ymd >> 5;
     long long y = ym / 13, mo = ym % 13, d = ymd & 31;
     int h = (int)(hms >> 12), mi = (int)((hms >> 6) & 63), s = (int)(hms & 63);
     if (!valid_date(y, mo, d) || h > 23 || mi > 59 || s > 59 || us > 999999)
+        return -1;
+    f[0] = (int)y, f[1] = (int)mo, f[2] = (int)d, f[3] = h, f[4] = mi, f[5] = s, f[6] = (int)us;
+    return 0;
+}
+
+static PyObject *
+decode_datetime2(const ColSpec *c, const unsigned char *p)
+{
+    int f[7];
+    if (datetime2_fields(c, p, f) < 0)
         return NULL;
-    return PyDateTime_FromDateAndTime((int)y, (int)mo, (int)d, h, mi, s, (int)us);
+    return PyDateTime_FromDateAndTime(f[0], f[1], f[2], f[3], f[4], f[5], f[6]);
+}
+
+/* The TIMESTAMP2 at p as seconds and microseconds since the epoch: 0, or -1 for the zero
+ * timestamp or an invalid fraction (the Python decoder decides) */
+static int
+timestamp2_fields(const ColSpec *c, const unsigned char *p, long long *secs, long long *us)
+{
+    *secs = (long long)be_uint(p, 4);
+    *us = c->nfrac ? (long long)be_uint(p + 4, c->nfrac) * c->mult : 0;
+    return (*secs == 0 && *us == 0) || *us > 999999 ? -1 : 0;
 }
 
 static PyObject *
 decode_timestamp2(const ColSpec *c, const unsigned char *p)
 {
-    long long secs = (long long)be_uint(p, 4);
-    long long us = c->nfrac ? (long long)be_uint(p + 4, c->nfrac) * c->mult : 0;
-    if ((secs == 0 && us == 0) || us > 999999)
+    long long secs, us;
+    if (timestamp2_fields(c, p, &secs, &us) < 0)
         return NULL;
     int y, m, d;
     civil_from_days(secs / 86400, &y, &m, &d);
@@ -465,14 +528,81 @@ decode_time2(const ColSpec *c, const unsigned char *p)
                                           1, PyDateTimeAPI->DeltaType);
 }
 
+/* The DATE at p: 0, or -1 when it is no valid date (the Python decoder decides) */
+static int
+date_fields(const unsigned char *p, int *y, int *m, int *d)
+{
+    unsigned long v = (unsigned long)le_uint(p, 3);
+    *d = v & 31, *m = (v >> 5) & 15, *y = (int)(v >> 9);
+    return valid_date(*y, *m, *d) ? 0 : -1;
+}
+
 static PyObject *
 decode_date(const unsigned char *p)
 {
-    unsigned long v = (unsigned long)le_uint(p, 3);
-    int d = v & 31, m = (v >> 5) & 15, y = (int)(v >> 9);
-    if (!valid_date(y, m, d))
+    int y, m, d;
+    if (date_fields(p, &y, &m, &d) < 0)
         return NULL;
     return PyDate_FromDate(y, m, d);
+}
+
+/* days since 1970-01-01 of a civil date (H. Hinnant's algorithm) */
+static long long
+days_from_civil(long long y, int m, int d)
+{
+    y -= m <= 2;
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (long long)doe - 719468;
+}
+
+/* K_DECIMAL_INT: the unscaled value of the DECIMAL at p (precision <= 18), or NULL without an
+ * error set when a digit group is out of range (as decode_decimal) */
+static PyObject *
+decimal_int(const ColSpec *c, const unsigned char *p)
+{
+    unsigned long long groups[MAX_GROUPS];
+    int negative;
+    if (decimal_groups(c, p, groups, &negative) < 0)
+        return NULL;
+    long long u = 0;
+    for (int g = 0; g < c->ngroups; g++)
+        u = u * POW10[c->gdigits[g]] + (long long)groups[g];   /* < 10**18: no overflow */
+    return PyLong_FromLongLong(negative ? -u : u);
+}
+
+/* K_DATETIME2_US: NULL without an error set where decode_datetime2 gives NULL */
+static PyObject *
+datetime2_us(const ColSpec *c, const unsigned char *p)
+{
+    int f[7];
+    if (datetime2_fields(c, p, f) < 0)
+        return NULL;
+    long long secs = days_from_civil(f[0], f[1], f[2]) * 86400LL + f[3] * 3600LL + f[4] * 60LL
+                     + f[5];
+    return PyLong_FromLongLong(secs * 1000000LL + f[6]);
+}
+
+/* K_TIMESTAMP2_US: NULL without an error set where decode_timestamp2 gives NULL */
+static PyObject *
+timestamp2_us(const ColSpec *c, const unsigned char *p)
+{
+    long long secs, us;
+    if (timestamp2_fields(c, p, &secs, &us) < 0)
+        return NULL;
+    return PyLong_FromLongLong(secs * 1000000LL + us);
+}
+
+/* K_DATE_DAYS: NULL without an error set where decode_date gives NULL */
+static PyObject *
+date_days(const unsigned char *p)
+{
+    int y, m, d;
+    if (date_fields(p, &y, &m, &d) < 0)
+        return NULL;
+    return PyLong_FromLongLong(days_from_civil(y, m, d));
 }
 
 /* The column's Python decoder at pos: the value (new reference); *ppos is moved. */
@@ -684,6 +814,10 @@ values:
         case K_TIMESTAMP2: v = decode_timestamp2(c, p); break;
         case K_TIME2: v = decode_time2(c, p); break;
         case K_DATE: v = decode_date(p); break;
+        case K_DECIMAL_INT: v = decimal_int(c, p); break;
+        case K_DATETIME2_US: v = datetime2_us(c, p); break;
+        case K_TIMESTAMP2_US: v = timestamp2_us(c, p); break;
+        case K_DATE_DAYS: v = date_days(p); break;
         default:
             PyErr_SetString(PyExc_SystemError, "unknown column kind");
             goto fail;
@@ -990,6 +1124,8 @@ PyInit__rowdecode(void)
         {"U64", K_U64}, {"FLOAT", K_FLOAT}, {"DOUBLE", K_DOUBLE}, {"YEAR", K_YEAR},
         {"STR", K_STR}, {"BYTES", K_BYTES}, {"DECIMAL", K_DECIMAL}, {"DATETIME2", K_DATETIME2},
         {"TIMESTAMP2", K_TIMESTAMP2}, {"TIME2", K_TIME2}, {"DATE", K_DATE}, {"BIT", K_BIT},
+        {"DECIMAL_INT", K_DECIMAL_INT}, {"DATETIME2_US", K_DATETIME2_US},
+        {"TIMESTAMP2_US", K_TIMESTAMP2_US}, {"DATE_DAYS", K_DATE_DAYS},
     };
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
         if (PyModule_AddIntConstant(m, kinds[i].name, kinds[i].value) < 0) {

@@ -34,6 +34,11 @@ __all__ = ["decode_images", "decode_image_columns", "append_columns", "present_c
 
 _PRESENT_CACHE: dict = {}
 
+#: the layout kinds the compiled decoder can give in Arrow's integer form
+#: (:func:`decode_image_columns`' *int_form*; a DECIMAL only up to 18 digits)
+INT_FORMS = {"DECIMAL": "DECIMAL_INT", "DATETIME2": "DATETIME2_US",
+             "TIMESTAMP2": "TIMESTAMP2_US", "DATE": "DATE_DAYS"}
+
 
 def present_columns(bitmap: bytes, ncols: int) -> tuple[int, ...]:
     """The indexes of the columns set in a rows event's column-presence *bitmap*."""
@@ -86,17 +91,24 @@ def count_images(tmap, kind: str, data, pos: int, present1: tuple[int, ...],
 def decode_image_columns(tmap, kind: str, data, pos: int, present1: tuple[int, ...],
                          present2: tuple[int, ...] | None, partial: bool = False,
                          decoder: str | None = None, out: list | None = None,
-                         after_out: list | None = None) -> int:
+                         after_out: list | None = None, int_form: frozenset = frozenset()) -> int:
     """:func:`decode_images` column by column: each row's values are appended to *out* (one
     list per column of the table; ABSENT where the image does not hold the column) and, for
     updates, the after images' to *after_out*; returns the number of rows. The compiled
-    decoder appends as it decodes (no row tuples); the same values and errors either way."""
+    decoder appends as it decodes (no row tuples); the same values and errors either way.
+
+    *int_form*: indexes of columns whose values the compiled decoder may give in Arrow's
+    integer form instead (:data:`INT_FORMS`: a DECIMAL of up to 18 digits as its unscaled int,
+    DATETIME as microseconds since 1970-01-01 of its wall time, TIMESTAMP as microseconds since
+    the epoch, DATE as days since 1970-01-01); values it does not build itself (zero dates...)
+    and every value of the Python decoder stay the objects :func:`decode_images` gives."""
     if not (uses_c(decoder) and not partial and hasattr(rowdecode, "decode_columns")):
         rows = decode_images(tmap, kind, data, pos, present1, present2, partial, decoder)
         return append_columns(rows, kind == "update", out, after_out)
     plans = _settled_plans(tmap, kind, data, pos, present1, present2, partial)
-    p1 = plans.c_plan(present1)
-    p2 = None if kind != "update" else p1 if present2 == present1 else plans.c_plan(present2)
+    p1 = plans.c_plan(present1, int_form)
+    p2 = None if kind != "update" else p1 if present2 == present1 else \
+        plans.c_plan(present2, int_form)
     try:
         try:
             return rowdecode.decode_columns(data, pos, p1, p2, out, after_out)
@@ -260,18 +272,23 @@ class RowPlans:
             r = self.batch_readers[update] = compile_rows_reader(self.tmap, self.decoders, update)
         return r
 
-    def c_plan(self, present: tuple[int, ...]):
+    def c_plan(self, present: tuple[int, ...], int_form: frozenset = frozenset()):
         """The compiled decoder's Plan of one image shape: per present column its layout from
-        the type table (kind, a, b) and its value decoder (FALLBACK columns, odd values)."""
-        plan = self.c_plans.get(present)
+        the type table (kind, a, b) and its value decoder (FALLBACK columns, odd values);
+        *int_form*: the columns to give in Arrow's integer form where they have one
+        (:func:`decode_image_columns`)."""
+        key = (present, int_form) if int_form else present
+        plan = self.c_plans.get(key)
         if plan is None:
             decoders, columns = self.decoders, self.tmap.columns
             specs = []
             for i in present:
                 layout = column_layout(columns[i])
-                specs.append((i, getattr(rowdecode, layout.kind), layout.a, layout.b,
-                              decoders[i]))
-            plan = self.c_plans[present] = rowdecode.Plan(len(columns), tuple(specs), ABSENT)
+                kind = layout.kind
+                if i in int_form and kind in INT_FORMS and (kind != "DECIMAL" or layout.a <= 18):
+                    kind = INT_FORMS[kind]
+                specs.append((i, getattr(rowdecode, kind), layout.a, layout.b, decoders[i]))
+            plan = self.c_plans[key] = rowdecode.Plan(len(columns), tuple(specs), ABSENT)
         return plan
 
 

@@ -21,6 +21,9 @@ The TOML file (the example: ``job.example.toml`` next to this module) has the se
 The whole file is checked before Spark starts, ``[source]`` by the source's own option parser: a
 mistake is one line naming the section and the key, exit status 2.
 
+A job whose ``includeTables`` names one table exactly streams it in typed mode and starts its
+query again when DDL changes the table's shape (:mod:`streaming.apps.job_typed`).
+
 One line is printed per micro-batch that ran (batch id, rows, lag). SIGINT (Ctrl-C) or SIGTERM
 stops the stream after its running micro-batch and prints the committed offset the next run
 resumes from (exit status 0; a second signal exits at once). A failure of the stream is one line
@@ -286,15 +289,17 @@ def checks(cfg: JobConfig) -> list:
                       sink_check=sink_check, batch_rows=opts.snapshot_batch_rows())
 
 
-def start(spark, cfg: JobConfig, upserter=None):
-    """Start the streaming query of *cfg* (foreachBatch into a DeltaUpserter); returns it."""
+def start(spark, cfg: JobConfig, upserter=None, typed: str | None = None):
+    """Start the streaming query of *cfg* (foreachBatch into a DeltaUpserter); returns it.
+    *typed*: the table it streams in typed mode (:func:`streaming.apps.job_typed.typed_table`)."""
+    from streaming.apps.job_typed import with_typed_table
     from streaming.sinks.delta.upserter import DeltaUpserter
     if upserter is None:
         # the upserter reaches the server exactly as the stream does (TLS settings included)
         config = cfg.source_options().replica_config()
         upserter = DeltaUpserter(cfg.delta_path, config=config, app_id=cfg.app_id)
     reader = spark.readStream.format("binlog-cdc")
-    for k, v in cfg.source.items():
+    for k, v in with_typed_table(cfg.source, typed).items():
         reader = reader.option(k, v)
     writer = (reader.load().writeStream.foreachBatch(upserter)
               .option("checkpointLocation", cfg.checkpoint))
@@ -342,6 +347,7 @@ def run(cfg: JobConfig, spark=None, out=None, stop=None) -> int:
     Without *spark* the job starts its own session (``[spark]`` settings) and stops it at the
     end; the metrics listener and its HTTP server are removed in any case. *out* defaults to
     ``sys.stdout`` (at call time)."""
+    from streaming.apps.job_typed import shape_changed, typed_table
     from streaming.apps.runtime import Batches, raise_if_failed, stop_between_batches
     from cdc.check import WARN, require
     out = out if out is not None else sys.stdout
@@ -365,12 +371,29 @@ def run(cfg: JobConfig, spark=None, out=None, stop=None) -> int:
             listener = start_metrics(spark, port=cfg.metrics_port)
             print(f"Prometheus metrics on http://127.0.0.1:{listener.port}/metrics", file=out,
                   flush=True)
-        query = start(spark, cfg)
+        config = cfg.source_options().replica_config()
+        typed = typed_table(cfg.source, config)
+        query = start(spark, cfg, typed=typed)
         print(f"streaming {cfg.source.get('host')} into {cfg.delta_path} (checkpoint "
-              f"{cfg.checkpoint}, trigger {cfg.trigger})", file=out, flush=True)
-        done = False
+              f"{cfg.checkpoint}, trigger {cfg.trigger}"
+              + (f"; {typed} in typed mode" if typed else "") + ")", file=out, flush=True)
+        done, restarted_at = False, None
         while not done and not _requested(stop):
-            done = query.awaitTermination(1.0)     # raises the query's failure
+            try:
+                done = query.awaitTermination(1.0)     # raises the query's failure
+            except Exception as e:  # noqa: BLE001 - re-raised unless typed mode's shape change
+                changed = shape_changed(e) if typed else None
+                if changed is None or str(changed) == restarted_at:
+                    raise          # (the same statement again after a restart: not a new shape)
+                restarted_at = str(changed)
+                # typed mode stopped at DDL that changed the table: again from the checkpoint
+                for p in batches.new(query):
+                    print(progress_line(p), file=out, flush=True)
+                typed = typed_table(cfg.source, config)
+                print(f"the table's shape changed ({_first_sentence(changed)}): the "
+                      f"stream starts again from its checkpoint with the new shape",
+                      file=out, flush=True)
+                query = start(spark, cfg, typed=typed)
             for p in batches.new(query):
                 print(progress_line(p), file=out, flush=True)
         if not done:
@@ -389,6 +412,11 @@ def run(cfg: JobConfig, spark=None, out=None, stop=None) -> int:
             _quietly(lambda: stop_metrics(spark, listener))
         if owned:
             _quietly(spark.stop)
+
+
+def _first_sentence(error) -> str:
+    text = str(error)
+    return text.split(". ", 1)[0]
 
 
 def _quietly(call) -> None:

@@ -11,12 +11,16 @@ itself is never touched, so a pandas UDF sharing the worker sees pyarrow as usua
 
 from __future__ import annotations
 
+import datetime as _dt
+import decimal as _decimal
 from array import array as _carray
 from functools import partial
 from itertools import repeat
 from operator import is_not
 
 import pyarrow as pa
+
+type_ = type
 
 try:
     import numpy as np      # pyarrow imported it already when it is installed
@@ -117,3 +121,64 @@ def strings(values: list) -> pa.Array | None:
     np.cumsum(lengths, out=offsets[1:], dtype=np.int32)
     return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets),
                                                   pa.py_buffer(data)])
+
+
+# --- Arrow's integer form of DECIMAL and temporal values --------------------------------------
+
+_EPOCH = _dt.datetime(1970, 1, 1)
+_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_DAY0 = _dt.date(1970, 1, 1)
+_US = _dt.timedelta(microseconds=1)
+
+
+def has_int_form(type: pa.DataType) -> bool:
+    """Whether :func:`int_form_array` builds arrays of *type*: a decimal128 of up to 18 digits,
+    a timestamp in microseconds, a date32 (the integer forms of
+    :func:`cdc.rows.decode.decode_image_columns`' *int_form*)."""
+    return (pa.types.is_decimal128(type) and type.precision <= 18) or type == pa.date32() or \
+        (pa.types.is_timestamp(type) and type.unit == "us")
+
+
+def to_int_form(type: pa.DataType):
+    """The function turning one value that ``pa.array`` takes for *type* (:func:`has_int_form`;
+    Decimal, datetime, date, int...) into its integer form (None: null)."""
+    if pa.types.is_decimal(type):
+        scale = type.scale
+        return lambda v: int(v.scaleb(scale)) if type_(v) is _decimal.Decimal else \
+            int_forms([v], type)[0]
+    if type == pa.date32():
+        return lambda v: (v - _DAY0).days if type_(v) is _dt.date else int_forms([v], type)[0]
+    epoch, naive = (_EPOCH, True) if type.tz is None else (_EPOCH_UTC, False)
+    return lambda v: (v - epoch) // _US if type_(v) is _dt.datetime and \
+        (v.tzinfo is None) is naive else int_forms([v], type)[0]
+
+
+def int_forms(values: list, type: pa.DataType) -> list:
+    """The integer forms (None: null) of *values* as ``pa.array(values, type)`` reads them
+    (:func:`has_int_form`)."""
+    a = pa.array(values, type)
+    n = len(a)
+    if pa.types.is_decimal(type):       # the low words of the 128-bit values
+        out = np.frombuffer(a.buffers()[1], np.int64, 2 * n, 16 * a.offset)[::2].tolist()
+    else:
+        width = np.int64 if pa.types.is_timestamp(type) else np.int32
+        out = np.frombuffer(a.buffers()[1], width, n, a.offset * width().itemsize).tolist()
+    if a.null_count:
+        out = [v if ok else None for v, ok in zip(out, a.is_valid().to_pylist())]
+    return out
+
+
+def int_form_array(values: list, type: pa.DataType) -> pa.Array:
+    """The Arrow array of *type* (:func:`has_int_form`) of *values* in its integer form
+    (decimal: the unscaled value; timestamp: microseconds since the epoch; date32: days since
+    1970-01-01), None null; from buffers."""
+    if pa.types.is_decimal(type):
+        low = _integers(values, pa.int64(), _INT_CODES[pa.int64()])
+        n = len(low)
+        words = np.empty((n, 2), np.int64)
+        words[:, 0] = np.frombuffer(low.buffers()[1], np.int64, n, low.offset * 8)
+        words[:, 1] = words[:, 0] >> 63          # two's complement: the sign in the high word
+        return pa.Array.from_buffers(type, n, [low.buffers()[0], pa.py_buffer(words)],
+                                     offset=0)
+    width = pa.int64() if pa.types.is_timestamp(type) else pa.int32()
+    return _integers(values, type, _INT_CODES[width])

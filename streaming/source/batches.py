@@ -14,13 +14,15 @@ from pyspark.sql.types import StructField, StructType
 from cdc.positions import binlog_file_number
 from cdc.schema.history import point_key
 from cdc.values.types import ABSENT, ColumnDef
-from cdc.errors import SchemaError
+from cdc.errors import SchemaError, ShapeChangedError
+from cdc.binlog.events import RowsEvent
 from cdc.binlog.transactions import SchemaChangeAt, key_values
 from cdc.values.render import (compile_json_pair_renderer, compile_json_renderer, row_json,
                                to_json_text)
 
 from streaming._compat import to_arrow_schema, to_arrow_type
-from streaming.source.arrow_values import array
+from streaming.source.arrow_values import (array, has_int_form, int_form_array, int_forms,
+                                           to_int_form)
 from streaming.contract.spark_schema import IDENTITY_TYPES, SOURCE_TYPE, image_struct, spark_column
 
 
@@ -29,7 +31,7 @@ class _TablePlan:
     generated JSON renderers (full images, primary keys), the typed fields' column indexes."""
 
     __slots__ = ("tmap", "reader", "names", "ncols", "render", "render_pairs", "render_key",
-                 "keys", "typed_index")
+                 "keys", "typed_index", "int_form")
 
     def __init__(self, tmap, typed_names: list[str] | None):
         self.tmap = tmap
@@ -42,6 +44,7 @@ class _TablePlan:
             self.render_pairs = compile_json_pair_renderer(tmap.columns, names)
         self.keys: dict[tuple, Callable] = {}
         self.render_key = self.key_renderer(tmap.primary_key) if tmap.primary_key else None
+        self.int_form = frozenset()     # BatchBuilder._int_form
         if typed_names is not None:
             where = {n: i for i, n in enumerate(names)}
             self.typed_index = [where.get(n) for n in typed_names]
@@ -62,7 +65,9 @@ class BatchBuilder:
     Works per rows event, column by column: the envelope fields are runs of one value per event
     (Arrow expands them at :meth:`flush`), full row images go through a JSON renderer generated
     per table layout (:func:`cdc.values.render.compile_json_renderer`), typed images are built one
-    struct child at a time and go to Arrow in chunks of about ``_TYPED_CHUNK_VALUES`` values.
+    struct child at a time and go to Arrow in chunks of about ``_TYPED_CHUNK_VALUES`` values;
+    DECIMAL (up to 18 digits), DATETIME, TIMESTAMP and DATE values come from the row decoder in
+    Arrow's integer form (:meth:`_int_form`) and go to Arrow from buffers.
     """
 
     def __init__(self, schema: StructType, typed_columns: list[ColumnDef] | None = None, *,
@@ -92,6 +97,11 @@ class BatchBuilder:
                 "image", image_struct(typed_columns))]), timezone="UTC").field(0).type
             self.image_fields = [image_type.field(i) for i in range(image_type.num_fields)]
             self._chunk_rows = max(256, _TYPED_CHUNK_VALUES // max(1, len(self.names)))
+            # the fields whose values are collected in Arrow's integer form (DECIMAL up to 18
+            # digits, timestamps, dates: no Decimal/datetime/date per value), and how a value
+            # the decoder gave as an object gets that form
+            self.to_int = [to_int_form(f.type) if has_int_form(f.type) else None
+                           for f in self.image_fields]
         self._plans: dict[int, _TablePlan] = {}
         self._file_numbers: dict[str, int] = {}
         self._reset()
@@ -119,7 +129,20 @@ class BatchBuilder:
         plan = self._plans.get(id(tmap))
         if plan is None or plan.tmap is not tmap or plan.reader is not tmap.full_row_reader:
             plan = self._plans[id(tmap)] = _TablePlan(tmap, self.names)  # keeps tmap alive
+            if self.typed:
+                plan.int_form = self._int_form(plan)
         return plan
+
+    def _int_form(self, plan: _TablePlan) -> frozenset:
+        """The columns of *plan*'s table map that the row decoder may give in Arrow's integer
+        form (:func:`cdc.rows.decode.decode_image_columns`): those of a typed field collected in
+        that form whose column has the field's type (:meth:`add_events` leaves out the primary
+        key's when the key's JSON is rendered from the values)."""
+        columns = plan.tmap.columns
+        return frozenset(i for j, i in enumerate(plan.typed_index)
+                         if i is not None and self.to_int[j] is not None and
+                         spark_column(columns[i]).spark ==
+                         spark_column(self.typed_columns[j]).spark)
 
     def add_transaction(self, tx) -> None:
         """Add every row change of *tx*."""
@@ -153,7 +176,13 @@ class BatchBuilder:
                 # typed images column by column (no row tuples): one list per table column
                 cols = [[] for _ in ev.table.columns] if ev.table is not None else []
                 cols_after = [[] for _ in cols] if ev.kind == "update" else None
-                n = ev.decode_columns(cols, cols_after)
+                int_form = self._plan(ev.table).int_form if ev.table is not None and \
+                    isinstance(ev, RowsEvent) else None
+                if int_form and self.with_key:
+                    named = tables.get((ev.table.schema, ev.table.table), ev.table)
+                    int_form = int_form.difference(named.primary_key or ())
+                n = ev.decode_columns(cols, cols_after, int_form) if int_form else \
+                    ev.decode_columns(cols, cols_after)
                 rows, images = None, cols
             else:
                 rows = images = ev.decode_rows()
@@ -187,10 +216,10 @@ class BatchBuilder:
                     before = None if before_full and after_full else [r[0] for r in rows]
                     after = [r[1] for r in rows]
             if typed:
-                self._typed(plan, before, before_full, ev.present, self.before, n)
+                self._typed(plan, before, before_full, ev.present, self.before, n, int_form)
                 self._typed(plan, after, after_full,
                             ev.present_after if kind == "update" else ev.present,
-                            self.after, n)
+                            self.after, n, int_form)
             elif kind == "update" and before is None:
                 # both images full: rendered together, unchanged values once
                 texts = plan.render_pairs(rows)
@@ -324,7 +353,7 @@ class BatchBuilder:
         sc = t.change
         shown = ", ".join(f"{n} {s.simpleString() if hasattr(s, 'simpleString') else s}"
                           for n, s in new)
-        raise SchemaError(
+        raise ShapeChangedError(
             f"typed mode (table={self.table}): the DDL statement at {t.query.file}:{t.query.pos} "
             f"changes the table's shape: {' '.join(sc.ddl.split())[:500]!r}. The stream's schema "
             f"is the table's shape when the query started; the table now has ({shown})"
@@ -363,10 +392,12 @@ class BatchBuilder:
             names, columns = plan.names, plan.tmap.columns
             out += [row_json(names, r, columns) for r in images]
 
-    def _typed(self, plan: _TablePlan, images, full: bool, present, out, n: int) -> None:
+    def _typed(self, plan: _TablePlan, images, full: bool, present, out, n: int,
+               int_form) -> None:
         """Appends one event's images (None: the operation has none) to the struct children of
         *out*: per typed field, the values of its column (None where the table has no such
-        column or the image does not hold it), converted for Arrow."""
+        column or the image does not hold it), converted for Arrow (*int_form*: the columns
+        decoded in Arrow's integer form, :meth:`_int_form`)."""
         children, filled = out.children, out.filled
         out.rows += n
         if images is None:
@@ -383,12 +414,19 @@ class BatchBuilder:
             vals = columns[i]
             if not full:
                 vals = [None if v is ABSENT else v for v in vals]
+            to_int = self.to_int[j]
+            types = None if conv is None and to_int is None else set(map(type, vals))
             # a converter that would hand back every value of the column: skip it
-            if conv is None or (identity is not None
-                                and all(map(identity, set(map(type, vals))))):
-                child += vals
-            else:
-                child += [None if v is None else conv(v) for v in vals]
+            if conv is not None and not (identity is not None and all(map(identity, types))):
+                vals = [None if v is None else conv(v) for v in vals]
+                types = set(map(type, vals))
+            if to_int is not None:
+                if int_form is None or i not in int_form:   # objects, as pa.array takes them
+                    vals = self._arrow(self.image_fields[j], vals, int_forms)
+                elif not types <= _INT_OR_NONE:
+                    # the values the native decoder left to the Python one (zero dates...)
+                    vals = [v if v is None or type(v) is int else to_int(v) for v in vals]
+            child += vals
         if out.rows >= self._chunk_rows:
             self._convert(out)
 
@@ -399,13 +437,16 @@ class BatchBuilder:
             if not has:
                 out.chunks[j].append(pa.nulls(len(vals), field.type))
                 continue
-            out.chunks[j].append(self._arrow(field, vals))
+            if self.to_int[j] is not None:
+                out.chunks[j].append(self._arrow(field, vals, int_form_array))
+            else:
+                out.chunks[j].append(self._arrow(field, vals))
         out.clear()
 
     @staticmethod
-    def _arrow(field, vals: list) -> pa.Array:
+    def _arrow(field, vals: list, build=array) -> pa.Array:
         try:
-            return array(vals, field.type)
+            return build(vals, field.type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
             raise SchemaError(f"typed mode: values of column {field.name} do not fit its "
                               f"Spark type {field.type} (was the table altered?): {e}") from None
@@ -487,6 +528,7 @@ class BatchBuilder:
         return pa.StructArray.from_arrays(children, fields=self.image_fields, mask=mask)
 
 
+_INT_OR_NONE = {int, type(None)}
 # the Arrow type of source.row (seq is built from it even when source is not delivered)
 SOURCE_ROW_TYPE = to_arrow_type(SOURCE_TYPE["row"].dataType)
 # typed values are converted to Arrow about this many at a time (and at least 256 rows)

@@ -272,6 +272,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         cap_bytes = None if max_bytes is None else max_bytes * SCAN_LOOKAHEAD
         client = replica_client(self.opts, Start.at(last.file, last.pos), self.opts.server_id)
         d.schema.attach(client)     # the scan follows the DDL into the stream's history
+        from streaming.source.worker_heap import few_collections
         t0 = time.monotonic()
         found = 0
         complete = True
@@ -279,26 +280,26 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         with_changes, signals = self.opts.include_schema_changes, self.opts.signal_table
         boundaries = d.boundaries
         try:
-            for tx in client.transactions():
-                before = skip is not None and delivered_before(skip, tx)
-                # what the tasks deliver: typed mode follows DDL without delivering it
-                r = tx.change_count(with_changes) if count_rows and not before else 0
-                at = at.after(tx.file, tx.end_pos, tx.gtid, tx.xa)
-                signal = snapshot.signalled_tables(self.opts, tx) \
-                    if signals and not before else ()
-                b = Boundary(at, r, max(0, tx.end_pos - tx.pos), tx.timestamp, signal,
-                             before or delivers_nothing(None, tx))
-                boundaries.append(b)
-                found += 1
-                rows += r
-                nbytes += b.bytes
-                if at.key >= target:
-                    complete = False
-                    break
-                if (cap_rows is not None and rows > cap_rows) or \
-                        (cap_bytes is not None and nbytes > cap_bytes):
-                    complete = False
-                    break
+            with few_collections():   # boundaries kept: see worker_heap
+                for tx in client.transactions():
+                    before = skip is not None and delivered_before(skip, tx)
+                    # what the tasks deliver: typed mode follows DDL without delivering it
+                    r = tx.change_count(with_changes) if count_rows and not before else 0
+                    at = at.after(tx.file, tx.end_pos, tx.gtid, tx.xa)
+                    signal = snapshot.signalled_tables(self.opts, tx) \
+                        if signals and not before else ()
+                    b = Boundary(at, r, max(0, tx.end_pos - tx.pos), tx.timestamp, signal,
+                                 before or delivers_nothing(None, tx))
+                    boundaries.append(b)
+                    found += 1
+                    rows += r
+                    nbytes += b.bytes
+                    if at.key >= target:
+                        break           # scanned up to the target: complete
+                    if (cap_rows is not None and rows > cap_rows) or \
+                            (cap_bytes is not None and nbytes > cap_bytes):
+                        complete = False
+                        break
         except BinlogPurgedError as e:
             if self.opts.on_data_loss == "resnapshot":
                 raise _Lost(last) from None

@@ -52,3 +52,22 @@ def test_floor_prints_every_path_beside_the_floor(tmp_path):
         assert r[6] == "-" or re.match(r"^[0-9.]+ / [0-9.]+ / [0-9.]+$", r[6]), r
         # the project's paths beside the floor of their own server read, the others not
         assert (r[9] != "-") == r[0].startswith("binlog-cdc"), r
+
+
+def test_available_now_replays_each_captured_micro_batch_as_one(spark, tmp_path):
+    """The floor of a run of three micro-batches is three micro-batches (one per trigger, each
+    its own partitions), not one holding them all: the same work the measured query did."""
+    import pyarrow as pa
+
+    sys.path.insert(0, str(ROOT))
+    from bench import floor
+
+    floor.register(spark)
+    tables = [pa.table({"id": pa.array(range(k * 10, k * 10 + n), pa.int64())})
+              for k, n in enumerate((3, 5, 2))]
+    pre = floor.prebuild(tables, str(tmp_path / "pre"), 2)
+    q = (pre.stream(spark).writeStream.format("noop")
+         .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None, q.exception()
+    assert [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]] == [3, 5, 2]

@@ -80,3 +80,26 @@ def test_ddl_statements_same_with_pages(server, db, monkeypatch, page):
             == binlog_ddl.ddl_statements(query, start, mid) == slow[:2]
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("recv_size", [1, 61, 4096])
+def test_pages_whose_rows_straddle_receives(server, db, recv_size):
+    """Rows arriving in pieces (a receive ends inside a header or a row; many rows per
+    receive): the page is still what PyMySQL gives."""
+    start, end = _stretch(server, db)
+    p = server.cdc_params()
+    config = ReplicaConfig(p["host"], p["port"], p["user"], p["password"])
+    conn = connect(config)
+    pages = QueryEventPages(config)
+    pages._reader.recv_size = recv_size
+    try:
+        rows = fetch_rows(conn, f"SHOW BINLOG EVENTS IN %s FROM {start[1]} LIMIT 0, 1000",
+                          (start[0],))
+        for _ in range(2):      # twice on the connection: the sequence numbers stay right
+            page = pages(start[0], start[1], 0, 1000)
+            assert page.queries == [r for r in rows if r[2] == "Query"]
+            assert page.count == len(rows) > 60
+            assert page.last == rows[-1]
+    finally:
+        pages.close()
+        conn.close()

@@ -248,6 +248,9 @@ def test_typed_mode_stops_at_a_change_of_its_table_then_restarts_with_the_new_sh
     assert f"typed mode (table={sdb}.k): the DDL statement at " in text
     assert f":{alter_pos} changes the table's shape" in text
     assert "ADD COLUMN n INT" in text and "Restart the query" in text
+    from cdc.errors import ShapeChangedError
+    from streaming.apps.runtime import cdc_error
+    assert isinstance(cdc_error(err), ShapeChangedError)   # what the job restarts on
     # restarted (the same checkpoint): the new shape, from the failed batch on, exactly once
     assert run(spark.readStream.format("binlog-cdc").options(**opts).load()) is None
     assert [(r.op, r.after.asDict()) for r in sorted(seen, key=lambda r: r.seq)] == [

@@ -103,3 +103,18 @@ def test_the_narrow_collect_upserts_the_whole_changes_delta_table(tmp_path):
     other = other.set_column(other.schema.get_field_index("_cdc_other_table"), "_cdc_other_table",
                              pa.array([False] * (changes.num_rows - 1) + [True]))
     assert widen(other, "shop", "orders") is None
+
+
+def test_schema_change_records_pass_through_the_narrow_collect():
+    """includeSchemaChanges: ``schema_change`` is collected as it is, after the upsert fields
+    (DeltaUpserter.columns_of's order); an ``s`` row has no before image."""
+    changes = _changes()
+    records = [None] * (changes.num_rows - 1) + ['{"type": "ALTER"}']
+    ops = changes.column("op").to_pylist()[:-1] + ["s"]
+    narrow = _narrow(changes)
+    narrow = narrow.set_column(0, "op", pa.array(ops)).append_column("schema_change",
+                                                                     pa.array(records))
+    wide = widen(narrow, "shop", "orders")
+    assert wide.schema.names == list(UPSERT_FIELDS) + ["schema_change"]
+    assert wide.column("schema_change").to_pylist() == records
+    assert wide.column("before").is_valid().to_pylist()[-1] is False

@@ -281,7 +281,7 @@ def test_batch_builder_rows_for_schema_changes():
 
 def test_typed_mode_stops_only_at_a_change_after_its_shape_was_read():
     pytest.importorskip("pyspark")
-    from cdc.errors import SchemaError
+    from cdc.errors import SchemaError, ShapeChangedError
     from streaming.source.batches import BatchBuilder, record_batches
     from streaming.contract.spark_schema import typed_schema
     txs = _stream(["CREATE TABLE k (id INT PRIMARY KEY)", "ALTER TABLE k ADD COLUMN a INT",
@@ -295,7 +295,7 @@ def test_typed_mode_stops_only_at_a_change_after_its_shape_was_read():
         return list(record_batches(txs, b))
 
     # a query that read the shape (id) before the ALTERs: stops at the first, naming it
-    with pytest.raises(SchemaError) as e:
+    with pytest.raises(ShapeChangedError) as e:      # (a SchemaError the job restarts on)
         run(shapes[0], (FILE, txs[1].pos))
     assert f"the DDL statement at {FILE}:{alter_a.pos} changes the table's shape: " \
            f"'ALTER TABLE k ADD COLUMN a INT'" in str(e.value)
@@ -303,7 +303,7 @@ def test_typed_mode_stops_only_at_a_change_after_its_shape_was_read():
     # restarted after both ALTERs (its shape read at the end): the replayed DDL is no change
     assert run(shapes[2], (FILE, txs[2].end_pos)) == []
     # a shape read between them: only the second ALTER stops it
-    with pytest.raises(SchemaError) as e:
+    with pytest.raises(ShapeChangedError) as e:
         run(shapes[1], (FILE, txs[2].pos))
     assert "ADD COLUMN b INT" in str(e.value)
     # no known point: every statement is checked (the CREATE makes a shape that is not the

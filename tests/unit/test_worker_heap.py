@@ -41,3 +41,22 @@ def test_settle_freezes_the_imports_and_later_ones_and_tasks_garbage_stays_colle
     assert p.returncode == 0, p.stderr[-2000:]
     before, frozen = map(int, p.stdout.split())
     assert frozen >= before > 10_000          # the imports, pyarrow's too
+
+
+def test_few_collections_raises_the_young_threshold_for_the_block_only():
+    import gc
+
+    import pytest
+
+    from streaming.source.worker_heap import BULK_YOUNG, few_collections
+    old = gc.get_threshold()
+    with few_collections():
+        assert gc.get_threshold() == (max(BULK_YOUNG, old[0]),) + old[1:]
+        cycle = []
+        cycle.append(cycle)      # garbage made in the block is still collectable
+        del cycle
+        assert gc.collect() >= 1
+    assert gc.get_threshold() == old
+    with pytest.raises(KeyError), few_collections(5000):
+        raise KeyError("x")
+    assert gc.get_threshold() == old

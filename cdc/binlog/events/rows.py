@@ -94,14 +94,16 @@ class RowsEvent(Event):
             table = self.table
         return self._images(decode_images, table)
 
-    def decode_columns(self, out: list, after_out: list | None = None) -> int:
+    def decode_columns(self, out: list, after_out: list | None = None,
+                       int_form: frozenset = frozenset()) -> int:
         """:meth:`decode_rows` column by column, appended to *out* (one list per column of the
         table; updates: the before images, and the after images to *after_out*); returns the
-        number of rows."""
+        number of rows. *int_form*: columns whose values may come in Arrow's integer form
+        (:func:`cdc.rows.decode.decode_image_columns`)."""
         if self._rows is not None:
             return append_columns(self._rows, self.kind == "update", out, after_out)
-        return self._images(lambda *a: decode_image_columns(*a, out=out, after_out=after_out),
-                            self.table)
+        return self._images(lambda *a: decode_image_columns(*a, out=out, after_out=after_out,
+                                                            int_form=int_form), self.table)
 
     def count_rows(self) -> int:
         """``len(self.decode_rows())``, without building the rows when the compiled decoder

@@ -15,13 +15,15 @@ after image.
 table of them as the changes :meth:`~streaming.sinks.delta.upserter.DeltaUpserter.upsert_arrow`
 takes: ``db`` and ``table`` constant, ``before`` a struct of the image's fields holding the key
 (the others null), present for updates and deletes (the source gives a before image exactly for
-those ops).
+those ops); ``schema_change`` (option ``includeSchemaChanges``) collected as it is.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from streaming.contract.envelope import SCHEMA_CHANGE
 
 __all__ = ["narrow_columns", "widen"]
 
@@ -40,7 +42,8 @@ def narrow_columns(df, db: str, table: str, names: list[str], key: list[str]) ->
     # SQL text, one call: Column objects cost ~15 Py4J round trips each (~10 ms a batch)
     return ["op", "after", "seq"] + [f"`before`.{_quote(k)} AS {_KEY}{names.index(k)}"
                                      for k in key] + \
-        [f"NOT (`db` <=> {_literal(db)} AND `table` <=> {_literal(table)}) AS {_OTHER}"]
+        [f"NOT (`db` <=> {_literal(db)} AND `table` <=> {_literal(table)}) AS {_OTHER}"] + \
+        ([SCHEMA_CHANGE] if SCHEMA_CHANGE in df.columns else [])
 
 
 _OTHER = "_cdc_other_table"             # true: a row of another table than the schema's
@@ -60,9 +63,11 @@ def widen(collected: pa.Table, db: str, table: str) -> pa.Table | None:
     if pc.any(collected.column(_OTHER)).as_py():
         return None
     image = collected.schema.field("after").type
+    changes = SCHEMA_CHANGE in collected.column_names      # includeSchemaChanges: op 's' rows
     schema = pa.schema([("op", pa.string()), ("db", pa.string()), ("table", pa.string()),
-                        ("before", image), ("after", image), ("seq", pa.string())])
-    # (UPSERT_FIELDS, in order)
+                        ("before", image), ("after", image), ("seq", pa.string())]
+                       + ([collected.schema.field(SCHEMA_CHANGE)] if changes else []))
+    # (UPSERT_FIELDS, in order, then schema_change: DeltaUpserter.columns_of)
     keys = {int(name[len(_KEY):]): name for name in collected.column_names
             if name.startswith(_KEY)}
     out = []
@@ -76,5 +81,5 @@ def widen(collected: pa.Table, db: str, table: str) -> pa.Table | None:
         out.append(pa.RecordBatch.from_arrays(
             [op, pa.repeat(pa.scalar(db, pa.string()), n),
              pa.repeat(pa.scalar(table, pa.string()), n), before, b.column("after"),
-             b.column("seq")], schema=schema))
+             b.column("seq")] + ([b.column(SCHEMA_CHANGE)] if changes else []), schema=schema))
     return pa.Table.from_batches(out, schema=schema)

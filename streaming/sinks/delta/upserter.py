@@ -168,7 +168,7 @@ class DeltaUpserter:
         its columns tell (:mod:`streaming.sinks.delta.narrow`)."""
         wanted = self.columns_of(df)
         table = image_table(df.schema)
-        if table is not None and SCHEMA_CHANGE not in wanted:
+        if table is not None:
             tbl = self._table(*table)
             columns = narrow_columns(df, *table, tbl.names, tbl.primary_key)
             if columns is not None:
