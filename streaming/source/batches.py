@@ -491,10 +491,9 @@ class BatchBuilder:
                                            gtid, row, xid),
             # seq: "%010d" of the row index after the transaction's prefix
             # (streaming.contract.envelope.seq)
-            "seq": lambda: (_range_seqs(prefix[0], self.s_row) if isinstance(self.s_row, range)
-                            else pc.binary_join_element_wise(
-                                runs(prefix, pa.string()),
-                                pc.utf8_lpad(pc.cast(row, pa.string()), 10, "0"), _NO_SEPARATOR)),
+            "seq": lambda: pc.binary_join_element_wise(
+                runs(prefix, pa.string()), pc.utf8_lpad(pc.cast(row, pa.string()), 10, "0"),
+                _NO_SEPARATOR),
             "schema_change": lambda: (array([self.change_texts.get(i) for i in range(n)],
                                             pa.string()) if self.change_texts
                                       else pa.nulls(n, pa.string())),
@@ -540,26 +539,6 @@ _NO_AFTER = ("d", "t", "s")
 # seq's separator: a Scalar already (pyarrow.compute makes a Python "" one with pa.scalar, which
 # imports pandas: streaming.source.arrow_values)
 _NO_SEPARATOR = array([""], pa.string())[0]
-
-
-def _range_seqs(prefix: str, rows: range) -> pa.Array:
-    """seq of read_batch's rows (one transaction's *prefix*, the row indexes *rows*): the
-    ``%010d`` digits of each index by numpy, the prefix copied in (no string per row)."""
-    head = np.frombuffer(prefix.encode("ascii"), np.uint8)
-    width = len(head) + 10
-    n = len(rows)
-    if rows.stop > 10 ** 10 or n * width >= 2 ** 31:
-        return pa.array([prefix + "%010d" % i for i in rows], pa.string())
-    index = np.arange(rows.start, rows.stop, dtype=np.int64)
-    data = np.empty((n, width), np.uint8)
-    data[:, :len(head)] = head
-    data[:, len(head):] = (index[:, None] // _POWERS % 10 + ord("0")).astype(np.uint8)
-    offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
-                                                  pa.py_buffer(data)])
-
-
-_POWERS = 10 ** np.arange(9, -1, -1, dtype=np.int64)
 
 
 def _row_indexes(rows) -> pa.Array:

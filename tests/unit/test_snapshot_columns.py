@@ -198,8 +198,8 @@ def test_escape_check_reads_only_the_arrays_values():
 @pytest.mark.parametrize("typed", [False, True], ids=["json", "typed"])
 def test_column_path_batches_equal_the_row_path_without_the_key(typed):
     """With option fields leaving out ``key`` (DeltaUpserter's fields) the column path skips
-    the key's JSON and builds seq and the null before images its own way: still the row
-    path's batches."""
+    the key's JSON and builds the null before images its own way: still the row path's
+    batches."""
     from streaming.contract.envelope import UPSERT_FIELDS
     from streaming.contract.spark_schema import JSON_SCHEMA, typed_schema, with_fields
     from tests.support.snapshot_paths import both_paths
@@ -213,16 +213,3 @@ def test_column_path_batches_equal_the_row_path_without_the_key(typed):
     assert old.schema == new.schema
     for name in old.column_names:
         assert old[name].combine_chunks().equals(new[name].combine_chunks()), name
-
-
-@pytest.mark.parametrize("rows", [range(0, 0), range(0, 1), range(8192, 16384),
-                                  range(10 ** 10 - 3, 10 ** 10 + 2)],
-                         ids=["empty", "one", "second-batch", "past-ten-digits"])
-def test_read_batch_seqs_are_the_envelopes(rows):
-    pytest.importorskip("pyspark")
-    from streaming.contract.envelope import seq
-    from streaming.source.batches import _range_seqs
-    prefix = seq("mysql-bin.000003", 4711, 0)[:-10]
-    got = _range_seqs(prefix, rows)
-    assert got.type == pa.string()
-    assert got.to_pylist() == [seq("mysql-bin.000003", 4711, i) for i in rows]
