@@ -72,6 +72,7 @@ import datetime as _dt
 import json
 import re
 import struct
+import sys
 from decimal import Decimal
 from typing import Callable
 
@@ -142,7 +143,16 @@ def select_list(columns: list[ColumnDef]) -> str:
 
 _UTC = _dt.timezone.utc
 _DATE_ISO = _dt.date.fromisoformat
-_DT_ISO = _dt.datetime.fromisoformat
+if sys.version_info >= (3, 11):
+    _DT_ISO = _dt.datetime.fromisoformat
+else:
+    def _DT_ISO(text: str, _parse=_dt.datetime.fromisoformat):
+        """Python 3.10's fromisoformat takes 3 or 6 fraction digits only: a DATETIME(1, 2, 4
+        or 5) value's fraction padded to 6 (3.11 takes every length)."""
+        if len(text) > 20 and text[19] == "." and len(text) != 26:
+            text = text[:20] + text[20:].ljust(6, "0")
+        return _parse(text)
+
 _TD = _dt.timedelta
 _F32 = struct.Struct("<f")
 

@@ -278,10 +278,8 @@ class BatchBuilder:
             self.key, self.key_filled = key, True
         else:
             self.key = [None] * n
-        if self.typed:
-            self.before.append_nulls(n)
-        else:
-            self.before = [None] * n
+        # no before image: one null array (a typed struct's children null, not n values each)
+        self.before = pa.nulls(n, pa.struct(self.image_fields) if self.typed else pa.string())
         return self.flush()
 
     def _prefix(self, file: str, pos: int) -> str:

@@ -371,7 +371,7 @@ def _column_batches(reader: SnapshotChunkReader, tmap: TableMap, tx: _ChunkRows,
         images = JsonImages(tmap.columns, names, key)
     index = 0
     for raw in reader.raw_batches():
-        after, keys = images.images(raw)
+        after, keys = images.images(raw, keys=builder.with_key)   # the key's JSON: option fields
         yield builder.read_batch(tx, tmap, index, after, keys)
         index += len(raw)
 

@@ -15,7 +15,6 @@ row was before. The texts are exactly :func:`~cdc.values.render.row_json` of the
 
 from __future__ import annotations
 
-import sys
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -106,9 +105,6 @@ def _temporal(raw: pa.Array, parse_type) -> pa.Array:
         raise _Slow from None
     if pc.any(pc.starts_with(text, "0000")).as_py():
         raise _Slow
-    if sys.version_info < (3, 11) and parse_type != pa.date32() and not pc.all(pc.is_in(
-            pc.drop_null(pc.utf8_length(text)), pa.array([19, 23, 26], pa.int32()))).as_py():
-        raise _Slow       # Python 3.10's fromisoformat takes 3 or 6 fraction digits only
     return text
 
 
@@ -240,12 +236,13 @@ class JsonImages:
         self.names = list(names)
         self.key = list(key) if key else None
 
-    def images(self, rows: list) -> tuple[pa.Array, pa.Array | None]:
-        """(the rows' ``after`` texts, their key texts or None without a primary key)."""
+    def images(self, rows: list, keys: bool = True) -> tuple[pa.Array, pa.Array | None]:
+        """(the rows' ``after`` texts, their key texts or None without a primary key or
+        without *keys*: the stream does not deliver them)."""
         if not self.columns:
             return pa.array(["{}"] * len(rows), pa.string()), None
         parts = [_column_parts(c, vals) for c, vals in zip(self.columns, _columns(rows))]
-        return _object(self.names, parts), self._key(parts)
+        return _object(self.names, parts), self._key(parts) if keys else None
 
     def keys(self, rows: list) -> pa.Array | None:
         """The rows' key texts alone (None without a primary key)."""
@@ -320,7 +317,7 @@ class TypedImages:
         self.convert = convert
         self.json = JsonImages(columns, names, key)
 
-    def images(self, rows: list) -> tuple[pa.Array, pa.Array | None]:
+    def images(self, rows: list, keys: bool = True) -> tuple[pa.Array, pa.Array | None]:
         n = len(rows)
         columns = _columns(rows, len(self.columns))
         children = []
@@ -331,7 +328,7 @@ class TypedImages:
             children.append(self._child(j, self.columns[i], columns[i], field.type))
         after = pa.StructArray.from_arrays(children, fields=self.fields) if self.fields else \
             pa.array([{}] * n, pa.struct([]))
-        return after, self.json.keys(rows)
+        return after, self.json.keys(rows) if keys else None
 
     def _child(self, j: int, col: ColumnDef, values, type) -> pa.Array:
         try:

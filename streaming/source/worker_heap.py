@@ -1,12 +1,14 @@
-"""A Spark Python worker's heap, settled once before its first task of this source.
+"""A Spark Python worker's heap, settled before its tasks of this source.
 
 PySpark's daemon runs a full garbage collection (``gc.collect()``) after every task of a reused
 Python worker. A full collection walks every object the collector tracks: in a task worker of
 this source that is mostly what its imports made (pyarrow, pandas, PySpark, ``cdc``,
 ``streaming``: about 80,000 objects, some 40 ms per collection), after each chunk of a snapshot
 or binlog range. :func:`settle` moves those long-lived objects out of the collector's sight
-(``gc.freeze()``) once per process, before the task makes objects of its own, so the
-collections after each task walk only what tasks made since. The planning process (the
+(``gc.freeze()``) before the task makes objects of its own, so the collections after each
+task walk only what tasks made since; and again at a later task's start when modules were
+imported since (the first tasks import the chunk reader, the batch builder, pandas: some
+40,000 objects, 10-20 ms a collection, after every task otherwise). The planning process (the
 stream reader's, one per query) settles too, before its first binlog scan: the scan keeps a
 boundary per transaction alive, and the collections it triggers would walk the imports again.
 During a scan the young generation is collected less often (:func:`few_collections`): the
@@ -16,6 +18,7 @@ boundaries it keeps would otherwise be walked again by every older collection it
 from __future__ import annotations
 
 import gc
+import sys
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -26,19 +29,20 @@ __all__ = ["few_collections", "settle"]
 #: collections (30-40 ms of 0.4 s) with the default, 2 (15-20 ms) with this
 BULK_YOUNG = 100_000
 
-_settled = False
+_modules_at_freeze = 0          # len(sys.modules) when the heap was frozen last
 
 
 def settle() -> None:
-    """Freeze the worker's objects so far (once per process). Nothing is imported for it: a
-    JSON batch never imports pandas (:mod:`streaming.source.arrow_values`), and what a task
-    imports later (pandas through a typed batch's ``pa.array``) is walked by the collections
-    the few times it is there, cheaper than importing it in every worker before the first
-    batch."""
-    global _settled
-    if _settled:
+    """Freeze the worker's objects so far: the first time, and whenever modules were imported
+    since the last time (nothing else: a task's own objects stay collectable). Nothing is
+    imported for it: a JSON batch never imports pandas (:mod:`streaming.source.arrow_values`),
+    and what a task imports (pandas through a typed batch's ``pa.array``) is frozen at the
+    next task's start, cheaper than importing it in every worker before the first batch."""
+    global _modules_at_freeze
+    modules = len(sys.modules)
+    if modules == _modules_at_freeze:
         return
-    _settled = True
+    _modules_at_freeze = modules
     gc.freeze()
 
 

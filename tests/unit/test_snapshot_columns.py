@@ -6,8 +6,6 @@ counterpart: tests/live/test_snapshot_values_live.py::test_columnar_json_images_
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 pa = pytest.importorskip("pyarrow")
@@ -84,9 +82,6 @@ def test_fragments_equal_the_row_path(column, texts, fast):
     got = sc.JsonImages([column], ["c"], None).images([(t,) for t in texts])[0].to_pylist()
     assert got == want
     raw = pa.array(texts, pa.binary())
-    if sys.version_info < (3, 11) and column.real_type in (T.DATETIME2, T.TIMESTAMP2) and \
-            any(t is not None and len(t) not in (19, 23, 26) for t in texts):
-        fast = False      # Python 3.10's fromisoformat takes 3 or 6 fraction digits only
     if fast:
         sc._fast_parts(column, raw)       # no _Slow: Arrow renders this batch
     else:
@@ -198,3 +193,23 @@ def test_escape_check_reads_only_the_arrays_values():
     assert all(sc._needs_escape(pa.array([chr(c)])) for c in list(range(32)) + [34, 92])
     assert not any(sc._needs_escape(pa.array([chr(c)])) for c in range(32, 0x800)
                    if c not in (34, 92))
+
+
+@pytest.mark.parametrize("typed", [False, True], ids=["json", "typed"])
+def test_column_path_batches_equal_the_row_path_without_the_key(typed):
+    """With option fields leaving out ``key`` (DeltaUpserter's fields) the column path skips
+    the key's JSON and builds the null before images its own way: still the row path's
+    batches."""
+    from streaming.contract.envelope import UPSERT_FIELDS
+    from streaming.contract.spark_schema import JSON_SCHEMA, typed_schema, with_fields
+    from tests.support.snapshot_paths import both_paths
+    pytest.importorskip("pyspark")
+    cols = _table_columns()
+    schema = with_fields(typed_schema(cols) if typed else JSON_SCHEMA, UPSERT_FIELDS)
+    assert "key" not in schema.fieldNames()
+    old, new = both_paths(cols, _raw_rows(700, False), typed=typed, rows_per_batch=256,
+                          schema=schema)
+    assert old.num_rows == new.num_rows == 700
+    assert old.schema == new.schema
+    for name in old.column_names:
+        assert old[name].combine_chunks().equals(new[name].combine_chunks()), name

@@ -1,5 +1,5 @@
-"""streaming.source.worker_heap: a task worker's imports frozen once, out of the full
-collections PySpark's daemon runs after each task."""
+"""streaming.source.worker_heap: a task worker's imports frozen (those of its first tasks too),
+out of the full collections PySpark's daemon runs after each task."""
 
 from __future__ import annotations
 
@@ -20,6 +20,12 @@ assert "pandas" not in sys.modules, "settle imported pandas (a cold start's cost
 frozen = gc.get_freeze_count()
 settle()
 assert gc.get_freeze_count() == frozen, "settled twice"
+import xml.dom.minidom      # what a task imports after the first settle (the chunk reader...)
+grown = len(gc.get_objects())
+assert grown > 100
+settle()                     # the next task's start: those imports out of sight too
+assert gc.get_freeze_count() >= frozen + grown - 50, "a task's imports left to the collections"
+assert len(gc.get_objects()) < 50
 cycle = []
 cycle.append(cycle)          # a task's garbage stays collectable
 del cycle
@@ -28,7 +34,7 @@ print(before, frozen)
 """
 
 
-def test_settle_freezes_the_imports_once_and_tasks_garbage_stays_collectable():
+def test_settle_freezes_the_imports_and_later_ones_and_tasks_garbage_stays_collectable():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.run([sys.executable, "-c", _PROBE], cwd=ROOT, env=env, capture_output=True,
                        text=True, timeout=120)
