@@ -14,7 +14,7 @@ from cdc.errors import (CR_CONN_HOST_ERROR, ER_SPECIFIC_ACCESS_DENIED, Configura
                         ServerConfigError, ServerConnectionError, ServerUnreachableError,
                         is_transient, map_server_error)
 from cdc.positions import Position, Start, parse_gtid_state
-from cdc.replica.config import ReplicaConfig, RetryPolicy
+from cdc.replica.config import ReplicaConfig, RetryPolicy, unverified_context
 from cdc.replica.server import (ServerInfo, current_account, grant_statement, privilege_error,
                                 server_of)
 
@@ -78,9 +78,10 @@ _CONNECTION = None
 
 def _connection_class():
     """PyMySQL's Connection, with the TLS context of its default (PREFERRED: TLS when the server
-    offers it, unverified) made once per process instead of once per connection: making one
-    loads the system CA store, 20-50 ms of CPU, paid by every replication connection (the
-    driver's scan and every task, each micro-batch) though the context verifies nothing."""
+    offers it, unverified) made once per process instead of once per connection, and without
+    the system CA store it would never consult (:func:`~cdc.replica.config.unverified_context`;
+    PyMySQL's own loads it: 15-50 ms of CPU, paid by every replication connection -- the
+    driver's scan and every task, each micro-batch -- and every query's planning process)."""
     global _CONNECTION
     if _CONNECTION is None:
         import pymysql.connections
@@ -92,7 +93,7 @@ def _connection_class():
                 if isinstance(sslp, dict) and not sslp:
                     cls = type(self)
                     if cls._preferred is None:
-                        cls._preferred = super()._create_ssl_ctx(sslp)
+                        cls._preferred = unverified_context()
                     return cls._preferred
                 return super()._create_ssl_ctx(sslp)
 

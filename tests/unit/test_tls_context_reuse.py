@@ -32,3 +32,15 @@ def test_explicit_ssl_options_are_not_shared():
 def test_disabled_tls_has_no_context():
     c = _unconnected(ReplicaConfig("127.0.0.1", 1, "u", "p", ssl=False))
     assert c.ssl is False
+
+
+def test_unverified_contexts_load_no_ca_store_and_keep_the_default_protocols():
+    """PREFERRED and REQUIRED verify nothing: their context skips the system CA store (the
+    cost of making one) and is otherwise a default client context (same minimum version)."""
+    default = ssl.create_default_context()
+    for ctx in (_unconnected(ReplicaConfig("127.0.0.1", 1, "u", "p")).ctx,
+                SslOptions.from_mode("required").context()):
+        assert ctx.cert_store_stats()["x509_ca"] == 0
+        assert (ctx.verify_mode, ctx.check_hostname) == (ssl.CERT_NONE, False)
+        assert ctx.minimum_version == default.minimum_version
+        assert ctx.protocol == default.protocol
