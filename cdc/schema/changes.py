@@ -27,6 +27,7 @@ from decimal import Decimal, InvalidOperation
 from typing import NamedTuple
 
 from cdc.values.render import to_json_text
+from cdc.values.temporal import datetime_from_text
 
 
 def _j(v) -> str:
@@ -143,7 +144,7 @@ def _value(col, kind: str, text: str):
             return text.strip()         # a zero date: its text, as the row images show it
     if t == "datetime":
         try:
-            return _dt.datetime.fromisoformat(text.strip())
+            return datetime_from_text(text.strip())
         except ValueError:
             return text.strip()
     if t == "time":

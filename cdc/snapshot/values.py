@@ -72,13 +72,13 @@ import datetime as _dt
 import json
 import re
 import struct
-import sys
 from decimal import Decimal
 from typing import Callable
 
 from cdc.binlog.constants import ColumnType as T
 from cdc.cache import BoundedCache
 from cdc.errors import SchemaError
+from cdc.values.temporal import datetime_from_text
 from cdc.values.charsets import BINARY_COLLATION, codec_of, make_text_decoder
 from cdc.values.kinds import JSON_NULL, Geometry, InvalidTemporal
 from cdc.values.types import ColumnDef, type_info
@@ -143,15 +143,7 @@ def select_list(columns: list[ColumnDef]) -> str:
 
 _UTC = _dt.timezone.utc
 _DATE_ISO = _dt.date.fromisoformat
-if sys.version_info >= (3, 11):
-    _DT_ISO = _dt.datetime.fromisoformat
-else:
-    def _DT_ISO(text: str, _parse=_dt.datetime.fromisoformat):
-        """Python 3.10's fromisoformat takes 3 or 6 fraction digits only: a DATETIME(1, 2, 4
-        or 5) value's fraction padded to 6 (3.11 takes every length)."""
-        if len(text) > 20 and text[19] == "." and len(text) != 26:
-            text = text[:20] + text[20:].ljust(6, "0")
-        return _parse(text)
+_DT_ISO = datetime_from_text
 
 _TD = _dt.timedelta
 _F32 = struct.Struct("<f")

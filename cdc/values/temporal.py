@@ -12,16 +12,28 @@ from __future__ import annotations
 
 import datetime as _dt
 import struct
+import sys
 
 from cdc.errors import ParseError, TruncatedEventError
 from cdc.values.kinds import InvalidTemporal
 
-__all__ = ["OLD_TEMPORAL_ADVICE", "old_temporal_error", "fraction_bytes", "make_datetime", "date_factory", "datetime_factory",
+__all__ = ["OLD_TEMPORAL_ADVICE", "datetime_from_text", "old_temporal_error", "fraction_bytes", "make_datetime", "date_factory", "datetime_factory",
            "datetime2_factory", "timestamp_factory", "timestamp2_factory", "time_factory",
            "time2_factory", "year_factory"]
 
 UTC = _dt.timezone.utc
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=UTC)
+
+if sys.version_info >= (3, 11):
+    datetime_from_text = _dt.datetime.fromisoformat
+else:
+    def datetime_from_text(text: str, _parse=_dt.datetime.fromisoformat):
+        """``datetime.fromisoformat`` of MySQL's DATETIME text (``2024-01-02 03:04:05.5``):
+        Python 3.10's takes 3 or 6 fraction digits only, so a DATETIME(1, 2, 4 or 5) value's
+        fraction is padded to 6 (3.11 takes every length)."""
+        if len(text) > 20 and text[19] == "." and len(text) != 26:
+            text = text[:20] + text[20:].ljust(6, "0")
+        return _parse(text)
 
 
 def _need(buf, end: int) -> None:

@@ -22,7 +22,10 @@ def _run(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
 
 
 def _project_version() -> str:
-    import tomllib
+    try:
+        import tomllib
+    except ImportError:         # Python 3.10: the same parser as a package (the job's too)
+        import tomli as tomllib
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"].get("version") or \
         re.search(r'__version__ = "([^"]+)"', (ROOT / "cdc" / "__init__.py").read_text())[1]
 
