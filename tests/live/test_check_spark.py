@@ -6,7 +6,6 @@ says what to do (the first line of Spark's error; the job's one line on stderr, 
 
 from __future__ import annotations
 
-import textwrap
 import time
 
 import pytest
@@ -15,6 +14,7 @@ pytest.importorskip("pyspark")
 
 from pyspark.errors import StreamingQueryException  # noqa: E402
 
+from support.job_toml import write_job_toml  # noqa: E402
 from support.spark_support import source_options  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark,
@@ -69,22 +69,9 @@ def test_the_job_fails_before_its_snapshot(server, mariadb_factory, tmp_path, ca
     server, message = statement_server(mariadb_factory)
     p = server.cdc_params()
     monkeypatch.setenv("TEST_CHECK_PASSWORD", p["password"])
-    cfg = tmp_path / "job.toml"
-    cfg.write_text(textwrap.dedent(f"""\
-        [source]
-        host = "{p['host']}"
-        port = {p['port']}
-        user = "{p['user']}"
-        password_env = "TEST_CHECK_PASSWORD"
-        includeTables = "shop.*"
-        startingPosition = "snapshot"
-        [delta]
-        path = "{tmp_path / 'delta'}"
-        app_id = "check-test"
-        [stream]
-        checkpoint = "{tmp_path / 'chk'}"
-        trigger = "availableNow"
-        """))
+    cfg = write_job_toml(tmp_path / "job.toml", server, "shop.*", "snapshot",
+                         password_env="TEST_CHECK_PASSWORD", delta=tmp_path / "delta",
+                         app_id="check-test", checkpoint=tmp_path / "chk", trigger="availableNow")
     capsys.readouterr()
     t = time.monotonic()
     rc = main([str(cfg)])

@@ -12,7 +12,6 @@ clear errors for a table without a primary key and for a column type change.
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -32,6 +31,7 @@ from streaming.sinks.delta.upserter import DeltaUpserter  # noqa: E402
 from support.processes import (delta_job, kill_group, run_to_end, start_job,  # noqa: E402
                                wait_for)
 from support.spark_support import source_options  # noqa: E402
+from support.job_toml import write_job_toml  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.spark, pytest.mark.servers]
 
@@ -360,26 +360,11 @@ def test_job_config_runs_the_pipeline(spark, mariadb, db, tmp_path, monkeypatch)
     p = mariadb.cdc_params()
     monkeypatch.setenv("TEST_CDC_PASSWORD", p["password"])
     root = tmp_path / "delta"
-    cfg_file = tmp_path / "job.toml"
-    cfg_file.write_text(textwrap.dedent(f"""\
-        [source]
-        host = "{p['host']}"
-        port = {p['port']}
-        user = "{p['user']}"
-        password_env = "TEST_CDC_PASSWORD"
-        includeTables = "{db}.*"
-        startingPosition = {{file = "{start[0]}", pos = {start[1]}}}
-        maxEventsPerTrigger = 25
-
-        [delta]
-        path = "{root}"
-        app_id = "job-test"
-
-        [stream]
-        checkpoint = "{tmp_path / 'chk'}"
-        trigger = "availableNow"
-        query_name = "job_test"
-        """))
+    cfg_file = write_job_toml(tmp_path / "job.toml", mariadb, f"{db}.*", start,
+                              password_env="TEST_CDC_PASSWORD", delta=root, app_id="job-test",
+                              checkpoint=tmp_path / "chk", trigger="availableNow",
+                              source_extra="maxEventsPerTrigger = 25\n",
+                              stream_extra='query_name = "job_test"\n')
     cfg = load_config(cfg_file)
     assert cfg.source["startingPosition"] == json.dumps({"file": start[0], "pos": start[1]})
     out = io.StringIO()

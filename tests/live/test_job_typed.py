@@ -4,12 +4,12 @@ its query again when DDL changes the table's shape: the Delta table equals ``SEL
 from __future__ import annotations
 
 import io
-import textwrap
 import threading
 import time
 
 import pytest
 
+from support.job_toml import write_job_toml
 from streaming.apps.job_typed import named_table, typed_table, with_typed_table
 
 pytestmark = [pytest.mark.server]
@@ -72,24 +72,9 @@ def test_the_job_streams_one_table_typed_and_restarts_at_a_shape_change(
     p = mariadb.cdc_params()
     monkeypatch.setenv("TEST_TYPED_PASSWORD", p["password"])
     root = tmp_path / "delta"
-    cfg_file = tmp_path / "job.toml"
-    cfg_file.write_text(textwrap.dedent(f"""\
-        [source]
-        host = "{p['host']}"
-        port = {p['port']}
-        user = "{p['user']}"
-        password_env = "TEST_TYPED_PASSWORD"
-        includeTables = "{db}.T"
-        startingPosition = {{file = "{start[0]}", pos = {start[1]}}}
-
-        [delta]
-        path = "{root}"
-        app_id = "typed-job"
-
-        [stream]
-        checkpoint = "{tmp_path / 'chk'}"
-        trigger = "500 milliseconds"
-        """))
+    cfg_file = write_job_toml(tmp_path / "job.toml", mariadb, f"{db}.T", start,
+                              password_env="TEST_TYPED_PASSWORD", delta=root, app_id="typed-job",
+                              checkpoint=tmp_path / "chk", trigger="500 milliseconds")
     cfg = load_config(cfg_file)
     out, stop, result = io.StringIO(), threading.Event(), {}
     # the upserter's narrow collect of a typed stream (streaming.sinks.delta.narrow), taken

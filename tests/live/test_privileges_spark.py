@@ -6,7 +6,6 @@ in the server's words and the GRANT to run (the job: one line, exit 2) -- not th
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
 
@@ -14,6 +13,7 @@ pyspark = pytest.importorskip("pyspark")
 
 from cdc.errors import PrivilegeError  # noqa: E402
 from streaming.apps.runtime import cdc_error  # noqa: E402
+from support.job_toml import write_job_toml  # noqa: E402
 from support.accounts import account, monitor_privilege  # noqa: E402,F401 -- a fixture
 
 pytestmark = [pytest.mark.server, pytest.mark.spark,
@@ -92,27 +92,12 @@ def test_the_job_without_the_binlog_monitor_privilege(spark, server, account, ta
                                                      capsys, monkeypatch):
     from streaming.apps.job import main
     user = account("job_nomon", "REPLICATION SLAVE, SELECT")
-    p, start = server.cdc_params(), server.current_position()
+    start = server.current_position()
     monkeypatch.setenv("TEST_PRIVS_PASSWORD", f"pw-{user}")
-    cfg = tmp_path / "job.toml"
-    cfg.write_text(textwrap.dedent(f"""\
-        [source]
-        host = "{p['host']}"
-        port = {p['port']}
-        user = "{user}"
-        password_env = "TEST_PRIVS_PASSWORD"
-        includeTables = "privs.*"
-        startingPosition = {{file = "{start[0]}", pos = {start[1]}}}
-
-        [delta]
-        path = "{tmp_path / 'delta'}"
-        app_id = "privs-test"
-
-        [stream]
-        checkpoint = "{tmp_path / 'chk'}"
-        trigger = "availableNow"
-        query_name = "privs_test"
-        """))
+    cfg = write_job_toml(tmp_path / "job.toml", server, "privs.*", start, user=user,
+                         password_env="TEST_PRIVS_PASSWORD", delta=tmp_path / "delta",
+                         app_id="privs-test", checkpoint=tmp_path / "chk", trigger="availableNow",
+                         stream_extra='query_name = "privs_test"\n')
     capsys.readouterr()
     rc = main([str(cfg)])
     err = capsys.readouterr().err.strip().splitlines()
