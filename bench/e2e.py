@@ -101,12 +101,45 @@ def _cmd(pid: int) -> str:
         return ""
 
 
+def _argv0(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0", 1)[0].decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def python_descendants(roots: list[int], kids: dict[int, list[int]]) -> list[int]:
+    """The processes below *roots* (in *kids*: :func:`_children`) whose program is a Python
+    interpreter. By the program (``argv[0]``), not by "python" anywhere in the command line:
+    the JVM's own command line names ``.../python3.x/site-packages/pyspark/jars``, and so does
+    the short-lived child it forks to start each Python worker (``posix_spawn``, sharing the
+    JVM's memory until its ``exec``), whose VmRSS is the JVM's."""
+    out, todo = [], list(roots)
+    while todo:
+        p = todo.pop()
+        for c in kids.get(p, []):
+            todo.append(c)
+            if os.path.basename(_argv0(c)).startswith("python"):
+                out.append(c)
+    return out
+
+
+#: what ran while a sample was taken: the project's queries, the floor's (bench.floor,
+#: bench.floor_ticks), the rest (the workload's writes, the hand-written pipeline in this process)
+RSS_PHASES = ("project", "floor", "hand")
+
+
 class RssSampler:
-    """Peak RSS (MiB) of this process, the JVM it started and the JVM's Python workers."""
+    """Peak RSS (MiB) of this process, the JVM it started and the JVM's Python workers, apart
+    for each of :data:`RSS_PHASES` (set :attr:`phase` before each query; Spark reuses its
+    Python workers from query to query, so a worker's heap can carry over)."""
 
     def __init__(self, interval: float = 0.1):
         self.interval = interval
-        self.peak = {"driver": 0.0, "jvm": 0.0, "worker_max": 0.0, "workers_sum": 0.0}
+        self.phase = "project"
+        self.peak = {ph: {"driver": 0.0, "jvm": 0.0, "worker_max": 0.0, "workers_sum": 0.0}
+                     for ph in RSS_PHASES}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -115,20 +148,15 @@ class RssSampler:
         me = os.getpid()
         kids = _children()
         jvms = [p for p in kids.get(me, []) if "java" in _cmd(p)]
-        workers, todo = [], list(jvms)
-        while todo:
-            p = todo.pop()
-            for c in kids.get(p, []):
-                todo.append(c)
-                if "python" in _cmd(c):
-                    workers.append(c)
+        workers = python_descendants(jvms, kids)
         rss = {"driver": _rss_kib(me) / 1024,
                "jvm": sum(_rss_kib(p) for p in jvms) / 1024}
         w = [_rss_kib(p) / 1024 for p in workers]
         rss["worker_max"] = max(w, default=0.0)
         rss["workers_sum"] = sum(w)
+        peak = self.peak[self.phase]
         for k, v in rss.items():
-            self.peak[k] = max(self.peak[k], v)
+            peak[k] = max(peak[k], v)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -378,6 +406,7 @@ def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
                 out(THROUGHPUT_HEADER)
                 for name in names:
                     rows = cfg["rows"][name]
+                    sampler.phase = "hand"
                     db, start_file, files = run_workload(server, name, rows,
                                                          os.path.join(work, "bl-" + name))
                     decoder_rate = hand_rate = hand_changes = None
@@ -392,10 +421,12 @@ def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
                         typed, fields = mode == "typed", mode != "defaults"
                         tag = name + ("" if mode == "json" else "-" + mode)
                         r = {"workload": name + MODE_LABELS[mode]}
+                        sampler.phase = "project"
                         n, dt, batches, busy = stream_to_delta(
                             spark, conn, db, start_file, os.path.join(work, "d-" + tag),
                             os.path.join(work, "c-" + tag), max_events, min_partitions,
                             table=KEY_OF[name] if typed else None, fields=fields)
+                        sampler.phase = "floor"
                         fn, fdt = floor_to_delta(spark, conn, db, start_file, work, tag,
                                                  max_events, min_partitions,
                                                  table=KEY_OF[name] if typed else None,
@@ -412,6 +443,7 @@ def run(scale: str = "small", workloads: str = DEFAULT_WORKLOADS, rates=None,
                 out(LATENCY_HEADER)
                 for rate in rates:
                     for floor in (False, True):
+                        sampler.phase = "floor" if floor else "project"
                         lat = latency.latency(spark, server, conn, work, rate, cfg["lat_seconds"],
                                       trigger, max_events, floor=floor)
                         res["latency"].append(lat)
@@ -459,6 +491,11 @@ LATENCY_HEADER = ("| target rate | writer reached | transactions | p50 s | p95 s
                   "batches | kept up |\n|---|---:|---:|---:|---:|---:|---:|---:|---|")
 
 
+RSS_LABELS = {"project": "binlog-cdc's queries",
+              "floor": "the floor's queries (the bench's trivial sources)",
+              "hand": "the workload's writes, the hand-written pipeline, the decoder alone"}
+
+
 def table(res: dict) -> str:
     """The results as markdown tables."""
     lines = [f"Scale: {res['scale']}; maxEventsPerTrigger {res['max_events']:,}; minPartitions "
@@ -479,10 +516,11 @@ def table(res: dict) -> str:
     lines += [f"| {name} | {s[k][0]:.2f} | {s[k][1]:.2f} | {s[k][2]:.2f} |" for k, name in (
         ("cold", "cold (fresh session)"), ("floor", "floor: trivial source, cold (fresh session)"),
         ("warm", "warm"))]
-    lines += ["", "| peak RSS (MiB) | driver Python | JVM | largest Python worker | "
-                  "Python workers summed |\n|---|---:|---:|---:|---:|",
-              f"| | {m['driver']:.0f} | {m['jvm']:.0f} | {m['worker_max']:.0f} | "
-              f"{m['workers_sum']:.0f} |"]
+    lines += ["", "| peak RSS (MiB), while running | driver Python | JVM | "
+                  "largest Python worker | Python workers summed |\n|---|---:|---:|---:|---:|"]
+    lines += [f"| {RSS_LABELS[ph]} | {m[ph]['driver']:.0f} | {m[ph]['jvm']:.0f} | "
+              f"{m[ph]['worker_max']:.0f} | {m[ph]['workers_sum']:.0f} |"
+              for ph in RSS_PHASES if m[ph]["driver"]]       # the phases that ran
     return "\n".join(lines) + "\n"
 
 
