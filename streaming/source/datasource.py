@@ -68,6 +68,7 @@ from streaming.contract.spark_schema import (JSON_SCHEMA, typed_schema, with_fie
                                              with_schema_changes)
 from streaming.source.options import SourceOptions
 from streaming.source.spark_errors import user_errors
+from streaming.source.worker_heap import settle
 
 # Spark imports this module in every Python worker it starts (the source's lookup, its
 # creation, the stream's driver-side reader, planning, the tasks), one after the other before a
@@ -91,6 +92,7 @@ class BinlogCdcDataSource(DataSource):
 
     def __init__(self, options):
         super().__init__(options)
+        settle()    # PySpark's planning workers collect everything after each call: see worker_heap
         self._opts: SourceOptions | None = None
         self._columns = None
         self._schema_point = None   # typed stream: the binlog end when its columns were read
@@ -134,14 +136,18 @@ class BinlogCdcDataSource(DataSource):
             schema = flat_schema(columns) if opts.layout == "flat" else \
                 typed_schema(columns, tuple(opts.table.split(".")))
         schema = with_fields(schema, opts.fields)
+        settle()    # what the columns' lookup imported
         return with_schema_changes(schema) if opts.include_schema_changes else schema
 
     def reader(self, schema: StructType):
         if self.opts.layout == "flat":     # the readers build the typed envelope, then flatten
             from streaming.source.flat_reader import FlatBatchReader
             columns = self._typed_columns(streaming=not self.opts.paths)
-            return FlatBatchReader(self._reader(typed_schema(columns)), columns)
-        return self._reader(schema)
+            reader = FlatBatchReader(self._reader(typed_schema(columns)), columns)
+        else:
+            reader = self._reader(schema)
+        settle()    # the planning worker's imports, out of its collection after this call
+        return reader
 
     def _reader(self, schema: StructType):
         opts = self.opts
@@ -171,4 +177,6 @@ class BinlogCdcDataSource(DataSource):
         columns = self._typed_columns(streaming=True)
         if opts.layout == "flat":     # read() builds the typed envelope, then flattens
             schema = typed_schema(columns)
-        return BinlogStreamReader(opts, schema, columns, self._schema_point)
+        reader = BinlogStreamReader(opts, schema, columns, self._schema_point)
+        settle()    # the planning worker's imports, out of its collection after this call
+        return reader

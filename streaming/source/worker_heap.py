@@ -11,6 +11,9 @@ imported since (the first tasks import the chunk reader, the batch builder, pand
 40,000 objects, 10-20 ms a collection, after every task otherwise). The planning process (the
 stream reader's, one per query) settles too, before its first binlog scan: the scan keeps a
 boundary per transaction alive, and the collections it triggers would walk the imports again.
+So do PySpark's planning workers (the source's creation, the read's planning: the daemon
+collects after each of their calls too, 15-20 ms each per query otherwise): the data source
+settles when it is made, after its schema and after making a reader.
 During a scan the young generation is collected less often (:func:`few_collections`): the
 boundaries it keeps would otherwise be walked again by every older collection it triggers.
 """
