@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from support.job_toml import write_job_toml
+
 pytest.importorskip("pyspark")
 pytest.importorskip("deltalake")
 
@@ -44,32 +46,16 @@ def _insert(mariadb, db, ids, one_transaction=False):
 
 def _config(tmp_path, mariadb, db, start, source_extra="", spark_extra="", trigger="1 second",
             password_env="TEST_APPS_PASSWORD", metrics=True, port=None) -> Path:
-    p = {**mariadb.cdc_params(), **({"port": port} if port else {})}
-    f = tmp_path / "job.toml"
-    f.write_text(textwrap.dedent(f"""\
-        [source]
-        host = "{p['host']}"
-        port = {p['port']}
-        user = "{p['user']}"
-        password_env = "{password_env}"
-        includeTables = "{db}.*"
-        startingPosition = {{file = "{start[0]}", pos = {start[1]}}}
-        maxEventsPerTrigger = 5
-        """) + source_extra + textwrap.dedent(f"""
-        [delta]
-        path = "{tmp_path / 'delta'}"
-        app_id = "apps-test"
-
-        [stream]
-        checkpoint = "{tmp_path / 'chk'}"
-        trigger = "{trigger}"
-        query_name = "apps_test"
-        """) + ("\n[metrics]\nport = 0\n" if metrics else "") + textwrap.dedent("""
-        [spark]
-        master = "local[2]"
-        "spark.sql.shuffle.partitions" = "1"
-        """) + spark_extra)
-    return f
+    return write_job_toml(
+        tmp_path / "job.toml", mariadb, f"{db}.*", start, password_env=password_env,
+        delta=tmp_path / "delta", app_id="apps-test", checkpoint=tmp_path / "chk",
+        trigger=trigger, port=port, source_extra="maxEventsPerTrigger = 5\n" + source_extra,
+        stream_extra='query_name = "apps_test"\n' + ("\n[metrics]\nport = 0\n" if metrics else "")
+        + textwrap.dedent("""
+            [spark]
+            master = "local[2]"
+            "spark.sql.shuffle.partitions" = "1"
+            """) + spark_extra)
 
 
 def _noise(err: str) -> list[str]:
